@@ -1,0 +1,45 @@
+# The two commands of the README: `make run` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+.PHONY: run test lint bench system-deps clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	@touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[dev,redis]'
+	@touch $@ $(VENV)/.installed
+
+## run: install into .venv and run chronoq's live demo on the embedded SQLite store
+run: $(VENV)/.installed
+	$(BIN)/chronoq demo
+
+## test: install what the tests need and run the whole suite
+test: $(VENV)/.installed-dev system-deps
+	$(BIN)/python -m pytest
+
+## lint: ruff and mypy
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
+
+## bench: the SQLite benchmark (results in docs/benchmarks.md)
+bench: $(VENV)/.installed-dev
+	$(BIN)/python bench/sqlite.py
+
+# redis-server for the Redis backend's tests: Debian's package when missing
+system-deps:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  echo "installing redis-server (Debian package)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache chronoq.db chronoq.db-wal chronoq.db-shm

@@ -1,0 +1,124 @@
+"""The Backend contract: one method per transition of DESIGN §1.
+
+A backend receives validated, encoded input (topics checked, durations in ms,
+payloads as bytes) and owns the store's clock: every ``now`` is the store's.
+Each method is one atomic step that appends its events in that same step.
+The ``Queue`` facade adds validation, defaults and the wait loop of
+``reserve``, and nothing backend-specific.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from chronoq.backoff import Backoff
+from chronoq.job import EventPage, JobInfo, NewJob, PutResult, Reservation
+from chronoq.states import State
+
+__all__ = ["Backend", "ReserveResult", "Watcher"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReserveResult:
+    """Jobs reserved, and when empty, how long until the topic's next timed
+    change (a delayed job becoming due, a lease expiring) in ms, or None."""
+
+    jobs: list[Reservation]
+    wake_in_ms: float | None
+
+
+class Watcher(ABC):
+    """Taken before a reserve attempt; ``wait`` returns as soon as anything that
+    could make a job available happened since, or after ``timeout`` seconds."""
+
+    @abstractmethod
+    def wait(self, timeout: float) -> bool:
+        """True when woken by a change, False on timeout."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release what the watcher holds."""
+
+
+class Backend(ABC):
+    """A store of jobs. Implementations: SQLite (default) and Redis."""
+
+    #: the store URL with any password removed, for messages and logs
+    url: str
+
+    @abstractmethod
+    def put_many(self, topic: str, jobs: Sequence[NewJob], replace: bool) -> list[PutResult]:
+        """Create jobs (deduplicated on id), one result per job in order."""
+
+    @abstractmethod
+    def reserve(self, topic: str, count: int, ttr_ms: int | None) -> ReserveResult:
+        """Reclaim expired leases, then lease up to ``count`` due jobs, best first."""
+
+    @abstractmethod
+    def watch(self, topic: str) -> Watcher:
+        """A watcher for changes of ``topic`` from now on."""
+
+    @abstractmethod
+    def ack_many(self, topic: str, leases: Sequence[tuple[str, str]]) -> list[str]:
+        """Remove jobs by ``(id, lease)``; returns the ids whose lease was lost."""
+
+    @abstractmethod
+    def nack(
+        self,
+        topic: str,
+        job_id: str,
+        lease: str,
+        delay_ms: int | None,
+        error: str | None,
+        backoff: Backoff,
+        jitter: float,
+    ) -> State:
+        """Release a reservation to run again later (``delay_ms`` None: the
+        backoff for its attempts), or to dead once attempts are exhausted."""
+
+    @abstractmethod
+    def touch(self, topic: str, job_id: str, lease: str, ttr_ms: int | None) -> int:
+        """Push the lease deadline to now + ttr; returns the new deadline (ms)."""
+
+    @abstractmethod
+    def bury(self, topic: str, job_id: str, lease: str, error: str | None) -> None:
+        """Move a reserved job to dead."""
+
+    @abstractmethod
+    def get(self, topic: str, job_id: str) -> JobInfo | None: ...
+
+    @abstractmethod
+    def delete(self, topic: str, job_id: str) -> bool: ...
+
+    @abstractmethod
+    def reschedule(self, topic: str, job_id: str, delay_ms: int, run_at_ms: int | None) -> bool:
+        """New due time for a delayed or ready job; False when absent or not movable."""
+
+    @abstractmethod
+    def stats(self, topic: str) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def topics(self) -> list[str]: ...
+
+    @abstractmethod
+    def dead(self, topic: str, limit: int) -> list[JobInfo]: ...
+
+    @abstractmethod
+    def requeue(self, topic: str, ids: Sequence[str] | None) -> int:
+        """Move dead jobs (all, or those named) to ready with attempts reset."""
+
+    @abstractmethod
+    def purge(self, topic: str) -> int:
+        """Delete every job of ``topic``; returns how many."""
+
+    @abstractmethod
+    def set_paused(self, topic: str, paused: bool) -> None: ...
+
+    @abstractmethod
+    def events(self, topic: str | None, cursor: str | None, limit: int) -> EventPage:
+        """Events after ``cursor`` (None: from the oldest kept), oldest first."""
+
+    @abstractmethod
+    def close(self) -> None: ...

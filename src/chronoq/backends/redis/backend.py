@@ -1,0 +1,444 @@
+"""The Redis backend: every transition is one Lua script (lua/*.lua), one round
+trip, on the keys of one ``{topic:shard}`` hash slot."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import struct
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, cast
+from urllib.parse import urlencode, urlsplit
+
+import redis
+from redis.connection import URL_QUERY_ARGUMENT_PARSERS
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from chronoq.backends import StoreURL
+from chronoq.backends.base import Backend, ReserveResult, Watcher
+from chronoq.backends.redis.codec import decode_event, id_key, info_from_record, key_id
+from chronoq.backends.redis.keys import shard_keys, shard_of, topics_key
+from chronoq.backends.redis.scripts import Scripts
+from chronoq.backends.redis.watcher import RedisWatcher
+from chronoq.backoff import Backoff
+from chronoq.errors import (
+    BackendUnavailable,
+    ChronoqError,
+    DurabilityError,
+    InvalidInput,
+    LeaseLost,
+)
+from chronoq.job import EventPage, JobInfo, NewJob, PutResult, Reservation, decode_payload
+from chronoq.states import State
+
+__all__ = ["RedisBackend"]
+
+_PURGE_BATCH = 1000
+_PUT_HEAD = struct.Struct(">BqqhIIqH")  # see lua/put.lua
+_READ_ONLY = frozenset({"get"})  # every other script may write: WAIT after it
+# query options redis-py's from_url understands: passed on to it
+_DRIVER_OPTIONS = frozenset(URL_QUERY_ARGUMENT_PARSERS) | {
+    "client_name",
+    "username",
+    "password",
+    "protocol",
+    "ssl_cert_reqs",
+    "ssl_ca_certs",
+    "ssl_certfile",
+    "ssl_keyfile",
+}
+
+
+def _redacted(url: str) -> str:
+    """The URL without its query and without any password."""
+    base = url.split("?", 1)[0]
+    scheme, sep, rest = base.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    if not at or ":" not in userinfo:
+        return base
+    return f"{scheme}{sep}{userinfo.split(':', 1)[0]}:***@{host}"
+
+
+def _driver_url(url: StoreURL, options: dict[str, str]) -> str:
+    """The URL for redis-py: chronoq's options taken out, the db checked."""
+    base = url.raw.split("?", 1)[0]
+    if url.scheme in ("redis", "rediss"):
+        try:
+            parts = urlsplit(base)
+            parts.port  # noqa: B018 - raises ValueError for a bad port
+        except ValueError as exc:
+            raise InvalidInput(f"bad Redis URL {_redacted(url.raw)!r}: {exc}") from None
+        db = parts.path.strip("/")
+        if parts.path not in ("", "/") and not (db.isdigit() and "/" not in db):
+            raise InvalidInput(
+                f"bad Redis URL {_redacted(url.raw)!r}: the path must be a database "
+                f"number, as in redis://host:6379/0, not {parts.path!r}"
+            )
+    return base + ("?" + urlencode(options) if options else "")
+
+
+class RedisBackend(Backend):
+    """Jobs in Redis 7+, sharded by a stable hash of their id."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        url: str,
+        shards: int = 1,
+        prefix: str = "chronoq",
+        events_max: int = 100_000,
+        replicas: int = 0,
+        replica_timeout_ms: int = 1000,
+    ) -> None:
+        self.url = url
+        self._client = client
+        self._shards = shards
+        self._prefix = prefix
+        self._events_max = events_max
+        self._replicas = replicas
+        self._replica_timeout_ms = replica_timeout_ms
+        self._scripts = Scripts()
+        self._known_topics: set[str] = set()
+        self._next_shard = 0
+
+    @classmethod
+    def from_url(cls, url: StoreURL) -> RedisBackend:
+        options = StoreURL(url.scheme, url.raw, dict(url.options))
+        shards = options.pop_int("shards", 1, minimum=1)
+        events_max = options.pop_int("events_max", 100_000, minimum=1)
+        prefix = options.options.pop("prefix", "chronoq")
+        replicas = options.pop_int("replicas", 0)
+        replica_timeout_ms = options.pop_int("replica_timeout_ms", 1000, minimum=1)
+        unknown = set(options.options) - _DRIVER_OPTIONS
+        if unknown:
+            raise InvalidInput(
+                f"unknown store URL option(s): {', '.join(sorted(unknown))} (chronoq takes "
+                "shards, prefix, events_max, replicas, replica_timeout_ms; redis-py takes "
+                + ", ".join(sorted(_DRIVER_OPTIONS))
+                + ")"
+            )
+        try:
+            client = redis.Redis.from_url(_driver_url(url, options.options))
+        except ValueError as exc:
+            raise InvalidInput(f"bad Redis URL {_redacted(url.raw)!r}: {exc}") from None
+        return cls(
+            client,
+            url=_redacted(url.raw),
+            shards=shards,
+            prefix=prefix,
+            events_max=events_max,
+            replicas=replicas,
+            replica_timeout_ms=replica_timeout_ms,
+        )
+
+    # -- plumbing ------------------------------------------------------------------
+
+    def _keys(self, topic: str, shard: int) -> list[str]:
+        return shard_keys(self._prefix, topic, shard)
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            raise BackendUnavailable(f"{self.url}: {exc}") from None
+        except ResponseError as exc:
+            raise ChronoqError(f"{self.url}: Redis refused a chronoq script: {exc}") from None
+
+    def _run(self, name: str, topic: str, shard: int, *args: Any) -> Any:
+        keys, argv = self._keys(topic, shard), [self._events_max, *args]
+        with self._errors():
+            if self._replicas == 0 or name in _READ_ONLY:
+                return self._scripts.call(self._client, name, keys, argv)
+            reply, confirmed = self._scripts.call_and_wait(
+                self._client, name, keys, argv, self._replicas, self._replica_timeout_ms
+            )
+        if confirmed < self._replicas:
+            raise DurabilityError(
+                f"{self.url}: {name} was applied on the primary but only {confirmed} of "
+                f"{self._replicas} replicas confirmed it within {self._replica_timeout_ms} ms; "
+                "it may be lost if the primary fails now (a put can be retried safely "
+                "with the same id)"
+            )
+        return reply
+
+    def _register(self, topic: str) -> None:
+        if topic not in self._known_topics:
+            with self._errors():
+                self._client.sadd(topics_key(self._prefix), topic)
+            self._known_topics.add(topic)
+
+    def _by_shard(self, ids: Sequence[str]) -> dict[int, list[int]]:
+        groups: dict[int, list[int]] = {}
+        for index, job_id in enumerate(ids):
+            groups.setdefault(shard_of(job_id, self._shards), []).append(index)
+        return groups
+
+    # -- producing ---------------------------------------------------------------------
+
+    def put_many(self, topic: str, jobs: Sequence[NewJob], replace: bool) -> list[PutResult]:
+        self._register(topic)
+        results: list[PutResult | None] = [None] * len(jobs)
+        for shard, indexes in self._by_shard([job.id for job in jobs]).items():
+            args: list[Any] = ["1" if replace else "0"]
+            for i in indexes:
+                job = jobs[i]
+                key = id_key(job.id)
+                # one argument per job: redis-py's per-argument packing was most of the cost
+                args.append(
+                    _PUT_HEAD.pack(
+                        job.generated,
+                        job.delay_ms,
+                        -1 if job.run_at_ms is None else job.run_at_ms,
+                        job.priority,
+                        job.ttr_ms,
+                        job.max_attempts,
+                        job.unique_for_ms,
+                        len(key),
+                    )
+                    + key
+                    + job.payload
+                )
+            reply = self._run("put", topic, shard, *args)
+            for n, i in enumerate(indexes):
+                results[i] = PutResult(jobs[i].id, bool(reply[2 * n]), int(reply[2 * n + 1]))
+        return [r for r in results if r is not None]
+
+    # -- consuming -------------------------------------------------------------------------
+
+    def reserve(self, topic: str, count: int, ttr_ms: int | None) -> ReserveResult:
+        jobs: list[Reservation] = []
+        wake: float | None = None
+        start = self._next_shard
+        self._next_shard = (start + 1) % self._shards
+        for step in range(self._shards):
+            shard = (start + step) % self._shards
+            reply = self._run(
+                "reserve", topic, shard, count - len(jobs), ttr_ms or 0, secrets.token_hex(8)
+            )
+            wake_in = int(reply[0])
+            if wake_in >= 0:
+                wake = wake_in if wake is None else min(wake, wake_in)
+            jobs += self._reservations(topic, reply)
+            if len(jobs) >= count:
+                break
+        return ReserveResult(jobs, None if jobs else wake)
+
+    @staticmethod
+    def _reservations(topic: str, reply: list[Any]) -> list[Reservation]:
+        out = []
+        for b in range(1, len(reply), 10):
+            (
+                job_id,
+                lease,
+                deadline,
+                attempts,
+                due_at,
+                priority,
+                max_attempts,
+                ttr,
+                created,
+                payload,
+            ) = reply[b : b + 10]
+            out.append(
+                Reservation(
+                    topic,
+                    key_id(job_id),
+                    decode_payload(payload),
+                    int(attempts),
+                    lease.decode(),
+                    int(deadline),
+                    int(due_at),
+                    int(priority),
+                    int(max_attempts),
+                    int(ttr) / 1000,
+                    int(created),
+                )
+            )
+        return out
+
+    def watch(self, topic: str) -> Watcher:
+        return RedisWatcher(
+            self._client,
+            [self._keys(topic, shard)[7] for shard in range(self._shards)],
+            self._errors,
+        )
+
+    def ack_many(self, topic: str, leases: Sequence[tuple[str, str]]) -> list[str]:
+        lost: list[str] = []
+        for shard, indexes in self._by_shard([job_id for job_id, _ in leases]).items():
+            args = [v for i in indexes for v in (id_key(leases[i][0]), leases[i][1])]
+            lost += [key_id(job_id) for job_id in self._run("ack", topic, shard, *args)]
+        return lost
+
+    def nack(
+        self,
+        topic: str,
+        job_id: str,
+        lease: str,
+        delay_ms: int | None,
+        error: str | None,
+        backoff: Backoff,
+        jitter: float,
+    ) -> State:
+        reply = self._run(
+            "nack",
+            topic,
+            shard_of(job_id, self._shards),
+            id_key(job_id),
+            lease,
+            -1 if delay_ms is None else delay_ms,
+            error or "",
+            round(backoff.base * 1000),
+            backoff.factor,
+            round(backoff.cap * 1000),
+            jitter,
+        )
+        if reply is None:
+            raise LeaseLost(topic, job_id)
+        return State(reply.decode())
+
+    def touch(self, topic: str, job_id: str, lease: str, ttr_ms: int | None) -> int:
+        reply = self._run(
+            "touch", topic, shard_of(job_id, self._shards), id_key(job_id), lease, ttr_ms or 0
+        )
+        if reply is None:
+            raise LeaseLost(topic, job_id)
+        return int(reply)
+
+    def bury(self, topic: str, job_id: str, lease: str, error: str | None) -> None:
+        reply = self._run(
+            "bury", topic, shard_of(job_id, self._shards), id_key(job_id), lease, error or ""
+        )
+        if reply is None:
+            raise LeaseLost(topic, job_id)
+
+    # -- by id ------------------------------------------------------------------------------
+
+    def get(self, topic: str, job_id: str) -> JobInfo | None:
+        reply = self._run("get", topic, shard_of(job_id, self._shards), id_key(job_id))
+        if reply is None:
+            return None
+        return info_from_record(topic, job_id, reply[1], int(reply[0]))
+
+    def delete(self, topic: str, job_id: str) -> bool:
+        return bool(self._run("delete", topic, shard_of(job_id, self._shards), id_key(job_id)))
+
+    def reschedule(self, topic: str, job_id: str, delay_ms: int, run_at_ms: int | None) -> bool:
+        return bool(
+            self._run(
+                "reschedule",
+                topic,
+                shard_of(job_id, self._shards),
+                id_key(job_id),
+                delay_ms,
+                -1 if run_at_ms is None else run_at_ms,
+            )
+        )
+
+    # -- topic-wide ---------------------------------------------------------------------------
+
+    def stats(self, topic: str) -> dict[str, Any]:
+        totals = {"delayed": 0, "ready": 0, "reserved": 0, "dead": 0}
+        paused = False
+        next_due: int | None = None
+        for shard in range(self._shards):
+            delayed, ready, reserved, dead, is_paused, first = (
+                int(v) for v in self._run("stats", topic, shard)
+            )
+            for name, value in zip(totals, (delayed, ready, reserved, dead), strict=True):
+                totals[name] += value
+            paused = paused or bool(is_paused)
+            if first >= 0:
+                next_due = first if next_due is None else min(next_due, first)
+        return {**totals, "total": sum(totals.values()), "paused": paused, "next_due_at": next_due}
+
+    def topics(self) -> list[str]:
+        with self._errors():
+            names = cast(set[bytes], self._client.smembers(topics_key(self._prefix)))
+        return sorted(name.decode() for name in names)
+
+    def dead(self, topic: str, limit: int) -> list[JobInfo]:
+        found: list[JobInfo] = []
+        for shard in range(self._shards):
+            reply = self._run("dead", topic, shard, limit)
+            now = int(reply[0])
+            for b in range(1, len(reply), 2):
+                info = info_from_record(topic, key_id(reply[b]), reply[b + 1], now)
+                if info is not None:
+                    found.append(info)
+        return found[:limit]
+
+    def requeue(self, topic: str, ids: Sequence[str] | None) -> int:
+        if ids is not None:
+            return sum(
+                int(self._run("requeue", topic, shard, 0, *(id_key(ids[i]) for i in indexes)))
+                for shard, indexes in self._by_shard(ids).items()
+            )
+        moved = 0
+        for shard in range(self._shards):
+            while (n := int(self._run("requeue", topic, shard, _PURGE_BATCH))) > 0:
+                moved += n
+        return moved
+
+    def purge(self, topic: str) -> int:
+        deleted = 0
+        for shard in range(self._shards):
+            while (n := int(self._run("purge", topic, shard, _PURGE_BATCH))) >= 0:
+                deleted += n
+        if not self.stats(topic)["paused"]:
+            with self._errors():
+                self._client.srem(topics_key(self._prefix), topic)
+            self._known_topics.discard(topic)
+        return deleted
+
+    def set_paused(self, topic: str, paused: bool) -> None:
+        if paused:
+            self._register(topic)
+        for shard in range(self._shards):
+            self._run("pause", topic, shard, "1" if paused else "0")
+
+    def events(self, topic: str | None, cursor: str | None, limit: int) -> EventPage:
+        positions = _parse_cursor(cursor)
+        topics = [topic] if topic is not None else self.topics()
+        merged = []
+        with self._errors():
+            for name in topics:
+                for shard in range(self._shards):
+                    key = self._keys(name, shard)[6]
+                    start = positions.get(key)
+                    low = f"({start}" if start else "-"
+                    entries = cast(
+                        list[tuple[bytes, dict[bytes, bytes]]],
+                        self._client.xrange(key, low, "+", count=limit),
+                    )
+                    for stream_id, fields in entries:
+                        merged.append((stream_id, key, decode_event(name, stream_id, fields)))
+        merged.sort(key=lambda item: (item[2].ts_ms, item[2].seq))
+        page = merged[:limit]
+        for stream_id, key, _ in page:
+            positions[key] = stream_id.decode()
+        return EventPage([event for _, _, event in page], json.dumps(positions, sort_keys=True))
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _parse_cursor(cursor: str | None) -> dict[str, str]:
+    if cursor is None:
+        return {}
+    try:
+        positions = json.loads(cursor)
+    except (TypeError, ValueError):
+        positions = None
+    if not isinstance(positions, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in positions.items()
+    ):
+        raise InvalidInput(
+            f"bad event cursor {cursor!r}: pass the cursor of a previous page, or None"
+        )
+    return positions

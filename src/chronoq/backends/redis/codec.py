@@ -1,0 +1,127 @@
+"""The packed job record of the Redis backend (see lua/prelude.lua) and its
+conversion to chronoq values."""
+
+from __future__ import annotations
+
+import re
+import struct
+from typing import Any
+
+from chronoq.ids import encode as encode_ulid
+from chronoq.job import Event, JobInfo, decode_payload
+from chronoq.states import EventKind, State, lease_expired_error, observed_state
+
+__all__ = ["decode_event", "id_key", "info_from_record", "key_id"]
+
+PENDING, RESERVED, DEAD, REMEMBERED = 0, 2, 3, 4
+_HEAD = struct.Struct(">B6sh6s6s")  # state * 32 + flags, due_at, priority, created_at, seq
+F_TTR, F_MAX, F_ATT, F_UF, F_ERR = 1, 2, 4, 8, 16
+_ULID = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
+_TO_BASE32 = str.maketrans("ABCDEFGHJKMNPQRSTVWXYZ", "abcdefghijklmnopqrstuv")
+
+
+def id_key(job_id: str) -> bytes:
+    """The id as stored: a canonical ULID in 17 bytes (NUL, then its 128 bits),
+    any other id as its ASCII text (printable, so never starting with NUL)."""
+    if len(job_id) == 26 and _ULID.fullmatch(job_id):
+        return b"\x00" + int(job_id.translate(_TO_BASE32), 32).to_bytes(16, "big")
+    return job_id.encode()
+
+
+def key_id(key: bytes) -> str:
+    if key[:1] == b"\x00":
+        return encode_ulid(int.from_bytes(key[1:], "big"))
+    return key.decode()
+
+
+def _i6(raw: bytes) -> int:
+    return int.from_bytes(raw, "big", signed=True)
+
+
+def _record(raw: bytes) -> dict[str, Any]:
+    """Mirrors unpack_job in lua/prelude.lua."""
+    state_flags, due, priority, created, _ = _HEAD.unpack_from(raw)
+    state, flags = divmod(state_flags, 32)
+    r: dict[str, Any] = {
+        "state": state,
+        "due": _i6(due),
+        "priority": priority,
+        "created": _i6(created),
+        "ttr": 30_000,
+        "max": 5,
+        "attempts": 0,
+        "unique_for": 0,
+        "error": b"",
+    }
+    r["at"] = r["due"]
+    pos = _HEAD.size
+    fields = [(F_TTR, "ttr", 4), (F_MAX, "max", 4), (F_ATT, "attempts", 4), (F_UF, "unique_for", 6)]
+    for flag, name, size in fields:
+        if flags & flag:
+            r[name] = int.from_bytes(raw[pos : pos + size], "big", signed=size == 6)
+            pos += size
+    if state != PENDING:
+        r["at"] = _i6(raw[pos : pos + 6])
+        pos += 6
+    if state == RESERVED:
+        pos += 1 + raw[pos]  # the lease token: never shown
+    if flags & F_ERR:
+        length = int.from_bytes(raw[pos : pos + 2], "big")
+        r["error"] = raw[pos + 2 : pos + 2 + length]
+        pos += 2 + length
+    r["payload"] = raw[pos:]
+    return r
+
+
+def info_from_record(topic: str, job_id: str, raw: bytes, now: int) -> JobInfo | None:
+    """The job as a reader sees it at ``now``; None for a remembered id."""
+    r = _record(raw)
+    if r["state"] == REMEMBERED:
+        return None
+    if r["state"] == PENDING:
+        stored = State.DELAYED
+    else:
+        stored = State.RESERVED if r["state"] == RESERVED else State.DEAD
+    state = observed_state(stored, r["at"], now, r["attempts"], r["max"])
+    error = r["error"].decode() or None
+    if state is State.DEAD and stored is State.RESERVED:
+        error = lease_expired_error(r["attempts"], r["max"])
+    return JobInfo(
+        topic=topic,
+        id=job_id,
+        state=state,
+        payload=decode_payload(r["payload"]),
+        due_at=r["due"],
+        priority=r["priority"],
+        ttr=r["ttr"] / 1000,
+        max_attempts=r["max"],
+        attempts=r["attempts"],
+        created_at=r["created"],
+        last_error=error,
+        deadline=r["at"] if state is State.RESERVED else None,
+        unique_for=r["unique_for"] / 1000,
+    )
+
+
+def stream_seq(stream_id: bytes) -> int:
+    """A stream entry id ``ms-n`` as one increasing integer."""
+    ms, _, n = stream_id.partition(b"-")
+    return int(ms) * 1_000_000 + int(n)
+
+
+def decode_event(topic: str, stream_id: bytes, fields: dict[bytes, bytes]) -> Event:
+    lag = fields[b"l"]
+    error = fields[b"x"]
+    ts_ms = int(stream_id.partition(b"-")[0])
+    return Event(
+        seq=stream_seq(stream_id),
+        ts_ms=ts_ms,
+        topic=topic,
+        id=key_id(fields[b"i"]),
+        event=EventKind(fields[b"e"].decode()),
+        attempt=int(fields[b"a"]),
+        due_at=int(fields.get(b"t", ts_ms)) + int(fields[b"d"]),
+        priority=int(fields[b"p"]),
+        lag_ms=int(lag) if lag else None,
+        error=error.decode() if error else None,
+    )

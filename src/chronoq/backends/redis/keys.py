@@ -1,0 +1,37 @@
+"""Key names of the Redis backend. Every key one script touches shares the hash
+tag ``{<topic>:<shard>}``, so the same scripts run on Redis Cluster."""
+
+from __future__ import annotations
+
+import zlib
+
+__all__ = ["PARTS", "shard_keys", "shard_of", "topics_key"]
+
+#: the order of KEYS in every script (see lua/prelude.lua)
+PARTS = (
+    "jobs",
+    "delayed",
+    "ready",
+    "leased",
+    "dead",
+    "forget",
+    "events",
+    "wake",
+    "paused",
+    "seq",
+)
+
+
+def shard_of(job_id: str, shards: int) -> int:
+    """A job's shard: a stable hash of its id (CRC-32), the same in every process."""
+    return zlib.crc32(job_id.encode()) % shards if shards > 1 else 0
+
+
+def shard_keys(prefix: str, topic: str, shard: int) -> list[str]:
+    tag = f"{prefix}:{{{topic}:{shard}}}:"
+    return [tag + part for part in PARTS]
+
+
+def topics_key(prefix: str) -> str:
+    """The set of topic names: outside any shard's slot, so written on its own."""
+    return f"{prefix}:topics"

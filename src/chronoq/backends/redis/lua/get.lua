@@ -1,0 +1,8 @@
+-- get: a job's record as a reader sees it now (no write).
+-- KEYS: the shard keys (see prelude).
+-- ARGV: [1] event cap, [2] id
+-- Returns: {now, record} or false when there is no such job.
+-- Events: none.
+local raw = redis.call('HGET', K_JOBS, ARGV[2])
+if not raw then return false end
+return {now_ms(), raw}

@@ -1,0 +1,222 @@
+-- chronoq prelude: prepended to every script at load time (Lua has no include).
+--
+-- Every script receives the same KEYS, all under one {topic:shard} hash tag:
+--   1 jobs     HASH    id -> packed job record
+--   2 delayed  ZSET    id, scored by due_at (ms)
+--   3 ready    ZSET    seq(6) id, scored by (1000 - priority) * 2^41 + (due_at - EPOCH)
+--   4 leased   ZSET    id, scored by lease deadline (ms)
+--   5 dead     ZSET    id, scored by time of death (ms)
+--   6 forget   ZSET    id, scored by the end of its unique_for (remembered ids)
+--   7 events   STREAM  the event log of the shard (DESIGN §7)
+--   8 wake     LIST    tokens for consumers blocked in BLPOP
+--   9 paused   STRING  exists while the topic is paused
+--  10 seq      STRING  put-order counter
+-- ARGV[1] of every script is the approximate cap of the event stream; the
+-- script's own arguments start at ARGV[2].
+-- Times come from the server's clock (TIME), never from the client.
+
+local K_JOBS, K_DELAYED, K_READY, K_LEASED, K_DEAD = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local K_FORGET, K_EVENTS, K_WAKE, K_PAUSED, K_SEQ = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+
+local EVENT_CAP = ARGV[1]
+local PENDING, RESERVED, DEAD, REMEMBERED = 0, 2, 3, 4
+local EPOCH = 1704067200000 -- 2024-01-01: keeps ready scores below 2^53
+local PRIO_SPAN = 2199023255552 -- 2^41 ms, about 70 years
+local HEAD = '>Bi6hi6i6' -- state * 32 + flags, due_at, priority, created_at, seq
+local F_TTR, F_MAX, F_ATT, F_UF, F_ERR = 1, 2, 4, 8, 16
+local DEFAULT_TTR, DEFAULT_MAX = 30000, 5
+local MAX_WAKE_TOKENS = 64
+local EXPIRE_BATCH = 1000
+local PROMOTE_BATCH = 1000
+local CHUNK = 500 -- elements per unpack(): Lua's C stack is limited
+
+local NOW -- set by now_ms(): every event of one script carries the same time
+
+local function now_ms()
+  local t = redis.call('TIME')
+  NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return NOW
+end
+
+-- A record is a fixed head, then only the fields that differ from their
+-- defaults, then the payload: a plain delayed job costs 21 bytes besides its
+-- payload. The first byte is state * 32 + flags. A pending job's `at` is its
+-- due time; other states store it; only a reserved job has a lease.
+local function unpack_job(raw)
+  local sf, due, prio, created, seq, pos = struct.unpack(HEAD, raw)
+  local state, flags = math.floor(sf / 32), sf % 32
+  local j = {state = state, due = due, prio = prio, created = created, seq = seq,
+             ttr = DEFAULT_TTR, max = DEFAULT_MAX, att = 0, uf = 0, at = due, lease = '',
+             err = ''}
+  if bit.band(flags, F_TTR) ~= 0 then j.ttr, pos = struct.unpack('>I4', raw, pos) end
+  if bit.band(flags, F_MAX) ~= 0 then j.max, pos = struct.unpack('>I4', raw, pos) end
+  if bit.band(flags, F_ATT) ~= 0 then j.att, pos = struct.unpack('>I4', raw, pos) end
+  if bit.band(flags, F_UF) ~= 0 then j.uf, pos = struct.unpack('>i6', raw, pos) end
+  if state ~= PENDING then j.at, pos = struct.unpack('>i6', raw, pos) end
+  local n
+  if state == RESERVED then
+    n, pos = struct.unpack('>B', raw, pos)
+    j.lease, pos = string.sub(raw, pos, pos + n - 1), pos + n
+  end
+  if bit.band(flags, F_ERR) ~= 0 then
+    n, pos = struct.unpack('>I2', raw, pos)
+    j.err, pos = string.sub(raw, pos, pos + n - 1), pos + n
+  end
+  j.payload = string.sub(raw, pos)
+  return j
+end
+
+local function pack_job(j)
+  local flags, tail = 0, {}
+  if j.ttr ~= DEFAULT_TTR then flags = flags + F_TTR; tail[#tail + 1] = struct.pack('>I4', j.ttr) end
+  if j.max ~= DEFAULT_MAX then flags = flags + F_MAX; tail[#tail + 1] = struct.pack('>I4', j.max) end
+  if j.att ~= 0 then flags = flags + F_ATT; tail[#tail + 1] = struct.pack('>I4', j.att) end
+  if j.uf ~= 0 then flags = flags + F_UF; tail[#tail + 1] = struct.pack('>i6', j.uf) end
+  if j.state ~= PENDING then tail[#tail + 1] = struct.pack('>i6', j.at) end
+  if j.state == RESERVED then tail[#tail + 1] = struct.pack('>B', #j.lease) .. j.lease end
+  local err = string.sub(j.err, 1, 65535)
+  if err ~= '' then flags = flags + F_ERR; tail[#tail + 1] = struct.pack('>I2', #err) .. err end
+  return struct.pack(HEAD, j.state * 32 + flags, j.due, j.prio, j.created, j.seq) ..
+    table.concat(tail) .. j.payload
+end
+
+local function load_job(id)
+  local raw = redis.call('HGET', K_JOBS, id)
+  if not raw then return nil end
+  return unpack_job(raw)
+end
+
+local function seq_bytes(j) return struct.pack('>i6', j.seq) end
+local function ready_member(j, id) return seq_bytes(j) .. id end
+local function ready_score(prio, due) return (1000 - prio) * PRIO_SPAN + (due - EPOCH) end
+
+-- The entry id carries the event's time: the script's `now`, so that ts and
+-- lag agree. Only if the stream already holds a later id (the clock went back)
+-- does Redis pick the id. `d` is due_at - now: a small number packs smaller.
+local function emit(kind, id, j, lag, err)
+  local fields = {'e', kind, 'i', id, 'a', j.att, 'd', j.due - NOW, 'p', j.prio,
+                  'l', lag or '', 'x', err or ''}
+  local ok = redis.pcall('XADD', K_EVENTS, 'MAXLEN', '~', EVENT_CAP, NOW .. '-*', unpack(fields))
+  if type(ok) == 'table' and ok.err then -- then `t` keeps the time `d` is relative to
+    fields[#fields + 1], fields[#fields + 2] = 't', NOW
+    redis.call('XADD', K_EVENTS, 'MAXLEN', '~', EVENT_CAP, '*', unpack(fields))
+  end
+end
+
+local function wake(n)
+  if n <= 0 then return end
+  if n > MAX_WAKE_TOKENS then n = MAX_WAKE_TOKENS end
+  local tokens = {}
+  for i = 1, n do tokens[i] = '1' end
+  redis.call('RPUSH', K_WAKE, unpack(tokens))
+  redis.call('LTRIM', K_WAKE, -MAX_WAKE_TOKENS, -1)
+end
+
+-- A pending job goes in delayed or ready by its due time.
+local function index_pending(id, j, now)
+  if j.due > now then
+    redis.call('ZADD', K_DELAYED, j.due, id)
+  else
+    redis.call('ZADD', K_READY, ready_score(j.prio, j.due), ready_member(j, id))
+  end
+end
+
+-- Take a job out of whatever index holds it (the record stays).
+local function unindex(id, j)
+  if j.state == PENDING then
+    redis.call('ZREM', K_DELAYED, id)
+    redis.call('ZREM', K_READY, ready_member(j, id))
+  elseif j.state == RESERVED then
+    redis.call('ZREM', K_LEASED, id)
+  elseif j.state == DEAD then
+    redis.call('ZREM', K_DEAD, id)
+  elseif j.state == REMEMBERED then
+    redis.call('ZREM', K_FORGET, id)
+  end
+end
+
+local function kill(id, j, now, kind, err)
+  if err and err ~= '' then j.err = err end
+  j.state, j.at, j.lease = DEAD, now, ''
+  redis.call('HSET', K_JOBS, id, pack_job(j))
+  redis.call('ZADD', K_DEAD, now, id)
+  emit(kind, id, j, nil, err)
+end
+
+-- A lease that ran out: back to ready, or dead when attempts are used up.
+-- Returns 1 when the job became ready.
+local function expire(id, j, now)
+  redis.call('ZREM', K_LEASED, id)
+  if j.att >= j.max then
+    kill(id, j, now, 'dead', 'lease expired on attempt ' .. j.att .. ' of ' .. j.max)
+    return 0
+  end
+  j.state, j.at, j.lease = PENDING, j.due, ''
+  redis.call('HSET', K_JOBS, id, pack_job(j))
+  redis.call('ZADD', K_READY, ready_score(j.prio, j.due), ready_member(j, id))
+  emit('expire', id, j, nil, nil)
+  return 1
+end
+
+-- The job as a by-id operation must see it: an expired lease is applied now,
+-- and a remembered id whose time is over is forgotten.
+local function current(id, now)
+  local j = load_job(id)
+  if not j then return nil end
+  if j.state == RESERVED and j.at <= now then
+    if expire(id, j, now) == 1 then wake(1) end
+  elseif j.state == REMEMBERED and j.at <= now then
+    redis.call('HDEL', K_JOBS, id)
+    redis.call('ZREM', K_FORGET, id)
+    return nil
+  end
+  return j
+end
+
+-- Gone: acked or deleted. Keeps the id for unique_for, else removes the record.
+local function remove(id, j, now)
+  unindex(id, j)
+  if j.uf > 0 then
+    j.state, j.at, j.lease, j.err, j.payload = REMEMBERED, now + j.uf, '', '', ''
+    redis.call('HSET', K_JOBS, id, pack_job(j))
+    redis.call('ZADD', K_FORGET, j.at, id)
+  else
+    redis.call('HDEL', K_JOBS, id)
+  end
+end
+
+local function lease_of(id, lease, now)
+  local j = load_job(id)
+  if not j or j.state ~= RESERVED or j.lease ~= lease or j.at <= now then return nil end
+  return j
+end
+
+-- Bounded upkeep on the reserve path: reclaim expired leases, promote due jobs,
+-- forget remembered ids whose time is over. Returns how many became ready.
+local function upkeep(now)
+  local made = 0
+  local expired = redis.call('ZRANGEBYSCORE', K_LEASED, '-inf', now, 'LIMIT', 0, EXPIRE_BATCH)
+  for _, id in ipairs(expired) do
+    made = made + expire(id, unpack_job(redis.call('HGET', K_JOBS, id)), now)
+  end
+  local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, PROMOTE_BATCH)
+  for first = 1, #due, CHUNK do
+    local adds, rems = {}, {}
+    for i = first, math.min(first + CHUNK - 1, #due) do
+      local id = due[i]
+      local _, at, prio, _, seq = struct.unpack(HEAD, redis.call('HGET', K_JOBS, id))
+      adds[#adds + 1] = ready_score(prio, at)
+      adds[#adds + 1] = struct.pack('>i6', seq) .. id
+      rems[#rems + 1] = id
+    end
+    redis.call('ZADD', K_READY, unpack(adds))
+    redis.call('ZREM', K_DELAYED, unpack(rems))
+    made = made + #rems
+  end
+  local forgotten = redis.call('ZRANGEBYSCORE', K_FORGET, '-inf', now, 'LIMIT', 0, CHUNK)
+  if #forgotten > 0 then
+    redis.call('HDEL', K_JOBS, unpack(forgotten))
+    redis.call('ZREM', K_FORGET, unpack(forgotten))
+  end
+  return made
+end

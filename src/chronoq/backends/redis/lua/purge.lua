@@ -1,0 +1,29 @@
+-- purge: delete up to about `limit` jobs of the shard; call again until it returns -1.
+-- KEYS: the shard keys (see prelude).
+-- ARGV: [1] event cap, [2] limit
+-- Returns: how many jobs this call deleted (remembered ids are dropped too and not
+--   counted), or -1 once the shard holds nothing.
+-- Events: delete (error 'purged'), for each job.
+now_ms() -- the time its events carry
+local limit = tonumber(ARGV[2])
+local deleted, seen, cursor = 0, 0, '0'
+repeat -- HSCAN may return an empty page of a sparse hash: follow the cursor
+  local page = redis.call('HSCAN', K_JOBS, cursor, 'COUNT', limit)
+  cursor = page[1]
+  for i = 1, #page[2], 2 do
+    local id = page[2][i]
+    local j = unpack_job(page[2][i + 1])
+    unindex(id, j)
+    redis.call('HDEL', K_JOBS, id)
+    if j.state ~= REMEMBERED then
+      emit('delete', id, j, nil, 'purged')
+      deleted = deleted + 1
+    end
+    seen = seen + 1
+  end
+until cursor == '0' or seen >= limit
+if redis.call('HLEN', K_JOBS) == 0 then
+  redis.call('DEL', K_DELAYED, K_READY, K_LEASED, K_DEAD, K_FORGET, K_WAKE)
+  if deleted == 0 then return -1 end
+end
+return deleted

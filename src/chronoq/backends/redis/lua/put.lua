@@ -1,0 +1,42 @@
+-- put: create jobs, deduplicated on id (DESIGN §1 "put").
+-- KEYS: the shard keys (see prelude).
+-- ARGV: [1] event cap, [2] replace (1/0), then one value per job: a packed
+--   '>Bi8i8hI4I4i8I2' head (generated 1/0, delay_ms, run_at_ms or -1, priority, ttr_ms,
+--   max_attempts, unique_for_ms, id length), then the id, then the payload.
+--   A generated id (a fresh ULID) cannot exist yet: its lookup is skipped.
+-- Returns: 2 values per job: created (1/0), due_at (ms; the existing job's when not created).
+-- Events: put, for each job created.
+local now = now_ms()
+local replace = ARGV[2] == '1'
+local count = #ARGV - 2
+local seq = redis.call('INCRBY', K_SEQ, count) - count
+local out, ready, earliest = {}, 0, nil
+local first_delayed = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')[2]
+for n = 3, #ARGV do
+  local arg = ARGV[n]
+  local generated, delay, run_at, prio, ttr, max, uf, idlen, pos = struct.unpack('>Bi8i8hI4I4i8I2', arg)
+  local id = string.sub(arg, pos, pos + idlen - 1)
+  local prior = nil
+  if generated == 0 then prior = current(id, now) end
+  if prior and (not replace or prior.state == RESERVED) then
+    out[#out + 1], out[#out + 2] = 0, prior.due
+  else
+    if prior then unindex(id, prior) end
+    local due = now + delay
+    if run_at >= 0 then due = math.max(run_at, now) end
+    seq = seq + 1
+    local j = {state = PENDING, due = due, prio = prio, ttr = ttr, max = max, att = 0,
+               created = now, uf = uf, seq = seq, at = due, lease = '', err = '',
+               payload = string.sub(arg, pos + idlen)}
+    redis.call('HSET', K_JOBS, id, pack_job(j))
+    index_pending(id, j, now)
+    emit('put', id, j, nil, nil)
+    if due <= now then ready = ready + 1
+    elseif not earliest or due < earliest then earliest = due end
+    out[#out + 1], out[#out + 2] = 1, due
+  end
+end
+-- wake a consumer per ready job, and one to re-time its sleep for an earlier due job
+if earliest and (not first_delayed or earliest < tonumber(first_delayed)) then ready = ready + 1 end
+wake(ready)
+return out

@@ -1,0 +1,60 @@
+"""Waking consumers of a Redis store without polling (DESIGN §6).
+
+Scripts push tokens onto each shard's ``wake`` list when they make jobs
+available; a waiting consumer blocks in BLPOP on those lists, so each token
+wakes one consumer, not all of them. The due-time wake-up is timed here, in
+the client: an idle redis-server ends a blocking command's timeout only on its
+``hz`` tick (every 100 ms by default), so the server's timeout is only a
+backstop; when our own timer fires first, ``CLIENT UNBLOCK`` ends the BLPOP at
+once and keeps the connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+import redis
+
+from chronoq.backends.base import Watcher
+
+__all__ = ["RedisWatcher"]
+
+_BACKSTOP_S = 1.0  # the server gives up this long after our own timer
+
+
+class RedisWatcher(Watcher):
+    def __init__(
+        self,
+        client: redis.Redis,
+        wake_keys: list[str],
+        errors: Callable[[], AbstractContextManager[None]],
+    ) -> None:
+        self._client = client
+        self._keys = wake_keys
+        self._errors = errors  # turns redis-py's errors into chronoq's
+
+    def wait(self, timeout: float) -> bool:
+        with self._errors():
+            return self._wait(timeout)
+
+    def _wait(self, timeout: float) -> bool:
+        pool = self._client.connection_pool
+        conn = pool.get_connection()
+        try:
+            conn.send_packed_command(
+                conn.pack_commands(
+                    [("CLIENT", "ID"), ("BLPOP", *self._keys, f"{timeout + _BACKSTOP_S:.3f}")]
+                )
+            )
+            client_id = conn.read_response()
+            if conn.can_read(timeout=max(timeout, 0.0)):
+                return conn.read_response() is not None
+            self._client.client_unblock(client_id)
+            # nil after the unblock, or a token that arrived just before it
+            return conn.read_response() is not None
+        except BaseException:
+            conn.disconnect()  # a half-read reply must not go back to the pool
+            raise
+        finally:
+            pool.release(conn)

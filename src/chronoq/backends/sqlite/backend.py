@@ -1,0 +1,425 @@
+"""The SQLite backend: each transition is one ``BEGIN IMMEDIATE`` transaction
+that also appends its events."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from chronoq.backends import StoreURL
+from chronoq.backends.base import Backend, ReserveResult, Watcher
+from chronoq.backends.sqlite.eventlog import EventLog, EventRow, remember
+from chronoq.backends.sqlite.reads import dead_jobs, event_page, job_info, topic_stats
+from chronoq.backends.sqlite.reserving import expire_leases, lease_ready, next_change_in
+from chronoq.backends.sqlite.rows import DELAYED, READY, RESERVED, now_ms
+from chronoq.backends.sqlite.signals import SQLiteWatcher, signals_for
+from chronoq.backends.sqlite.store import Store
+from chronoq.backoff import Backoff
+from chronoq.errors import InvalidInput, LeaseLost
+from chronoq.job import EventPage, JobInfo, NewJob, PutResult
+from chronoq.states import State
+
+__all__ = ["SQLiteBackend"]
+
+_JOB_SQL = (
+    "INSERT INTO jobs (topic, id, state, at, due_at, priority, payload, ttr_ms, max_attempts, "
+    "attempts, created_at, unique_for_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)"
+)
+_PUT_EVENTS_SQL = (
+    "INSERT INTO events (ts_ms, topic, id, event, attempt, due_at, priority) "
+    "SELECT ?, topic, id, 'put', 0, due_at, priority FROM jobs WHERE rowid > ? ORDER BY rowid"
+)
+_LEASED_SQL = (
+    "SELECT rowid, attempts, max_attempts, due_at, priority, ttr_ms, unique_for_ms FROM jobs "
+    "WHERE topic = ? AND id = ? AND state = 2 AND lease = ? AND at > ?"
+)
+_IN_CHUNK = 500  # ids per IN (...) list, well under SQLite's variable limit
+_EXPIRE_BATCH = 1000  # leases reclaimed per reserve call: keeps every call bounded
+
+
+class SQLiteBackend(Backend):
+    """Jobs in one SQLite file (WAL), safe for many threads and processes."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        url: str | None = None,
+        synchronous: str = "normal",
+        busy_timeout_ms: int = 10_000,
+        events_keep: int = 1_000_000,
+    ) -> None:
+        self.url = url or f"sqlite:///{path}"
+        self._store = Store(path, self.url, synchronous, busy_timeout_ms)
+        key = f":memory:{id(self)}" if path == ":memory:" else os.path.realpath(path)
+        self._signals = signals_for(key)
+        self._log = EventLog(events_keep)
+        self._known_topics: set[str] = set()
+
+    @classmethod
+    def from_url(cls, url: StoreURL) -> SQLiteBackend:
+        """``sqlite:///relative.db``, ``sqlite:////absolute.db`` or ``sqlite://:memory:``."""
+        parts = urlsplit(url.raw)
+        if parts.netloc == ":memory:" or parts.path == "/:memory:":
+            path = ":memory:"
+        elif parts.netloc or len(parts.path) < 2:
+            raise InvalidInput(
+                f"bad SQLite URL {url.raw!r}: use sqlite:///relative/path.db, "
+                "sqlite:////absolute/path.db or sqlite://:memory:"
+            )
+        else:
+            path = parts.path[1:]
+        options = StoreURL(url.scheme, url.raw, dict(url.options))
+        synchronous = options.options.pop("synchronous", "normal").lower()
+        busy_timeout_ms = options.pop_int("busy_timeout_ms", 10_000)
+        events_keep = options.pop_int("events_keep", 1_000_000, minimum=1)
+        options.reject_unknown()
+        return cls(
+            path,
+            url=url.raw.split("?", 1)[0],
+            synchronous=synchronous,
+            busy_timeout_ms=busy_timeout_ms,
+            events_keep=events_keep,
+        )
+
+    # -- producing -----------------------------------------------------------
+
+    def put_many(self, topic: str, jobs: Sequence[NewJob], replace: bool) -> list[PutResult]:
+        with self._store.write() as db:
+            now = now_ms()
+            expire_leases(db, self._log, topic, now)  # see an expired lease as ready/dead
+            if topic not in self._known_topics:  # topics rows are never deleted
+                db.execute("INSERT OR IGNORE INTO topics (name) VALUES (?)", (topic,))
+            known = self._known(db, topic, [job.id for job in jobs if not job.generated], now)
+            results: list[PutResult] = []
+            rows: dict[str, tuple[Any, ...]] = {}
+            replaced: list[tuple[str, str]] = []
+            for job in jobs:
+                due = now + job.delay_ms if job.run_at_ms is None else max(job.run_at_ms, now)
+                prior = known.get(job.id)
+                if prior is not None and (not replace or prior[0] == RESERVED):
+                    results.append(PutResult(job.id, False, prior[1]))
+                    continue
+                if prior is not None and job.id not in rows:
+                    replaced.append((topic, job.id))
+                state = READY if due <= now else DELAYED
+                known[job.id] = (state, due)
+                rows[job.id] = (
+                    topic,
+                    job.id,
+                    state,
+                    due,
+                    due,
+                    job.priority,
+                    job.payload,
+                    job.ttr_ms,
+                    job.max_attempts,
+                    now,
+                    job.unique_for_ms,
+                )
+                results.append(PutResult(job.id, True, due))
+            if replaced:
+                db.executemany("DELETE FROM jobs WHERE topic = ? AND id = ?", replaced)
+                db.executemany("DELETE FROM remembered WHERE topic = ? AND id = ?", replaced)
+            last = db.execute("SELECT coalesce(max(rowid), 0) FROM jobs").fetchone()[0]
+            db.executemany(_JOB_SQL, rows.values())
+            if rows:  # one statement in C rather than a row of parameters per event
+                logged = db.execute(_PUT_EVENTS_SQL, (now, last)).rowcount
+                self._log.count(db, logged)
+        self._known_topics.add(topic)  # committed
+        if rows:
+            self._signals.notify(topic)
+        return results
+
+    def _known(
+        self, db: sqlite3.Connection, topic: str, ids: list[str], now: int
+    ) -> dict[str, tuple[int, int]]:
+        """id -> (state, due_at) of live jobs and remembered ids (state -1)."""
+        known: dict[str, tuple[int, int]] = {}
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), _IN_CHUNK):
+            chunk = unique[start : start + _IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for job_id, until, due in db.execute(
+                f"SELECT id, until_ms, due_at FROM remembered WHERE topic = ? AND id IN ({marks})",
+                (topic, *chunk),
+            ):
+                if until > now:
+                    known[job_id] = (-1, due)
+            for job_id, state, due in db.execute(
+                f"SELECT id, state, due_at FROM jobs WHERE topic = ? AND id IN ({marks})",
+                (topic, *chunk),
+            ):
+                known[job_id] = (state, due)
+        return known
+
+    # -- consuming -------------------------------------------------------------
+
+    def reserve(self, topic: str, count: int, ttr_ms: int | None) -> ReserveResult:
+        with self._store.write() as db:
+            now = now_ms()
+            expire_leases(db, self._log, topic, now)
+            db.execute(
+                "UPDATE jobs SET state = 1 WHERE topic = ? AND state = 0 AND at <= ?", (topic, now)
+            )
+            paused = db.execute("SELECT paused FROM topics WHERE name = ?", (topic,)).fetchone()
+            if paused and paused[0]:
+                return ReserveResult([], None)
+            jobs = lease_ready(db, self._log, topic, count, ttr_ms, now)
+            wake = None if jobs else next_change_in(db, topic)
+        return ReserveResult(jobs, wake)
+
+    def watch(self, topic: str) -> Watcher:
+        return SQLiteWatcher(self._signals, topic, self._store.data_version)
+
+    # -- lease calls -------------------------------------------------------------
+
+    def _leased(
+        self, db: sqlite3.Connection, topic: str, job_id: str, lease: str, now: int
+    ) -> tuple[int, int, int, int, int, int, int]:
+        row = db.execute(_LEASED_SQL, (topic, job_id, lease, now)).fetchone()
+        if row is None:
+            raise LeaseLost(topic, job_id)
+        return row  # type: ignore[no-any-return]
+
+    def ack_many(self, topic: str, leases: Sequence[tuple[str, str]]) -> list[str]:
+        lost: list[str] = []
+        with self._store.write() as db:
+            now = now_ms()
+            held = self._reserved(db, topic, [job_id for job_id, _ in leases])
+            gone: list[tuple[int]] = []
+            events: list[EventRow] = []
+            for job_id, lease in leases:
+                row = held.get(job_id)
+                if row is None or row[1] != lease or row[2] <= now:
+                    lost.append(job_id)
+                    continue
+                del held[job_id]  # the same lease twice in one call: the second is lost
+                rowid, _, _, attempts, due_at, priority, unique_for_ms = row
+                gone.append((rowid,))
+                remember(db, topic, job_id, unique_for_ms, due_at, now)
+                events.append((now, topic, job_id, "ack", attempts, due_at, priority, None, None))
+            db.executemany("DELETE FROM jobs WHERE rowid = ?", gone)
+            self._log.append(db, events)
+        return lost
+
+    def _reserved(
+        self, db: sqlite3.Connection, topic: str, ids: list[str]
+    ) -> dict[str, tuple[int, str, int, int, int, int, int]]:
+        """id -> (rowid, lease, deadline, attempts, due_at, priority, unique_for_ms)."""
+        held = {}
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), _IN_CHUNK):
+            chunk = unique[start : start + _IN_CHUNK]
+            for job_id, *row in db.execute(
+                "SELECT id, rowid, lease, at, attempts, due_at, priority, unique_for_ms "
+                f"FROM jobs WHERE topic = ? AND id IN ({','.join('?' * len(chunk))}) "
+                "AND state = 2",
+                (topic, *chunk),
+            ):
+                held[job_id] = tuple(row)
+        return held
+
+    def nack(
+        self,
+        topic: str,
+        job_id: str,
+        lease: str,
+        delay_ms: int | None,
+        error: str | None,
+        backoff: Backoff,
+        jitter: float,
+    ) -> State:
+        with self._store.write() as db:
+            now = now_ms()
+            rowid, attempts, max_attempts, due_at, priority, _, _ = self._leased(
+                db, topic, job_id, lease, now
+            )
+            if attempts >= max_attempts:
+                self._kill(db, topic, job_id, rowid, now, "dead", attempts, due_at, priority, error)
+                return State.DEAD
+            delay = backoff.delay_ms(attempts, jitter) if delay_ms is None else delay_ms
+            due = now + delay
+            state = DELAYED if delay > 0 else READY
+            db.execute(
+                "UPDATE jobs SET state = ?, at = ?, due_at = ?, lease = NULL, "
+                "last_error = coalesce(?, last_error) WHERE rowid = ?",
+                (state, due, due, error, rowid),
+            )
+            self._log.append(
+                db, [(now, topic, job_id, "nack", attempts, due, priority, None, error)]
+            )
+        self._signals.notify(topic)
+        return State.DELAYED if state == DELAYED else State.READY
+
+    def touch(self, topic: str, job_id: str, lease: str, ttr_ms: int | None) -> int:
+        with self._store.write() as db:
+            now = now_ms()
+            rowid, attempts, _, due_at, priority, ttr, _ = self._leased(
+                db, topic, job_id, lease, now
+            )
+            deadline = now + (ttr_ms or ttr)
+            db.execute("UPDATE jobs SET at = ? WHERE rowid = ?", (deadline, rowid))
+            self._log.append(
+                db, [(now, topic, job_id, "touch", attempts, due_at, priority, None, None)]
+            )
+        return deadline
+
+    def bury(self, topic: str, job_id: str, lease: str, error: str | None) -> None:
+        with self._store.write() as db:
+            now = now_ms()
+            rowid, attempts, _, due_at, priority, _, _ = self._leased(db, topic, job_id, lease, now)
+            self._kill(db, topic, job_id, rowid, now, "bury", attempts, due_at, priority, error)
+
+    def _kill(
+        self,
+        db: sqlite3.Connection,
+        topic: str,
+        job_id: str,
+        rowid: int,
+        now: int,
+        kind: str,
+        attempts: int,
+        due_at: int,
+        priority: int,
+        error: str | None,
+    ) -> None:
+        db.execute(
+            "UPDATE jobs SET state = 3, at = ?, lease = NULL, last_error = coalesce(?, last_error) "
+            "WHERE rowid = ?",
+            (now, error, rowid),
+        )
+        self._log.append(db, [(now, topic, job_id, kind, attempts, due_at, priority, None, error)])
+
+    # -- by id -------------------------------------------------------------------
+
+    def get(self, topic: str, job_id: str) -> JobInfo | None:
+        with self._store.read() as db:
+            return job_info(db, topic, job_id)
+
+    def delete(self, topic: str, job_id: str) -> bool:
+        with self._store.write() as db:
+            now = now_ms()
+            row = db.execute(
+                "SELECT rowid, attempts, due_at, priority, unique_for_ms FROM jobs "
+                "WHERE topic = ? AND id = ?",
+                (topic, job_id),
+            ).fetchone()
+            if row is None:
+                return False
+            rowid, attempts, due_at, priority, unique_for_ms = row
+            db.execute("DELETE FROM jobs WHERE rowid = ?", (rowid,))
+            remember(db, topic, job_id, unique_for_ms, due_at, now)
+            self._log.append(
+                db, [(now, topic, job_id, "delete", attempts, due_at, priority, None, None)]
+            )
+        return True
+
+    def reschedule(self, topic: str, job_id: str, delay_ms: int, run_at_ms: int | None) -> bool:
+        with self._store.write() as db:
+            now = now_ms()
+            expire_leases(db, self._log, topic, now)  # see an expired lease as ready/dead
+            row = db.execute(
+                "SELECT rowid, attempts, priority FROM jobs "
+                "WHERE topic = ? AND id = ? AND state IN (0, 1)",
+                (topic, job_id),
+            ).fetchone()
+            if row is None:
+                return False
+            rowid, attempts, priority = row
+            due = now + delay_ms if run_at_ms is None else max(run_at_ms, now)
+            state = DELAYED if due > now else READY
+            db.execute(
+                "UPDATE jobs SET state = ?, at = ?, due_at = ? WHERE rowid = ?",
+                (state, due, due, rowid),
+            )
+            self._log.append(
+                db, [(now, topic, job_id, "reschedule", attempts, due, priority, None, None)]
+            )
+        self._signals.notify(topic)
+        return True
+
+    # -- topic-wide --------------------------------------------------------------
+
+    def stats(self, topic: str) -> dict[str, Any]:
+        with self._store.read() as db:
+            return topic_stats(db, topic)
+
+    def topics(self) -> list[str]:
+        with self._store.read() as db:
+            return [
+                name
+                for (name,) in db.execute(
+                    "SELECT name FROM topics WHERE paused "
+                    "OR EXISTS (SELECT 1 FROM jobs WHERE topic = topics.name) ORDER BY name"
+                )
+            ]
+
+    def dead(self, topic: str, limit: int) -> list[JobInfo]:
+        with self._store.write() as db:  # a write: expired last attempts are dead now
+            expire_leases(db, self._log, topic, now_ms())
+            return dead_jobs(db, topic, limit)
+
+    def requeue(self, topic: str, ids: Sequence[str] | None) -> int:
+        with self._store.write() as db:
+            now = now_ms()
+            expire_leases(db, self._log, topic, now)  # see an expired lease as ready/dead
+            sql = "SELECT rowid, id, priority FROM jobs WHERE topic = ? AND state = 3"
+            if ids is None:
+                rows = db.execute(sql, (topic,)).fetchall()
+            else:
+                rows = [
+                    r
+                    for job_id in dict.fromkeys(ids)
+                    for r in db.execute(sql + " AND id = ?", (topic, job_id))
+                ]
+            db.executemany(
+                "UPDATE jobs SET state = 1, at = ?, due_at = ?, attempts = 0, lease = NULL "
+                "WHERE rowid = ?",
+                [(now, now, rowid) for rowid, _, _ in rows],
+            )
+            self._log.append(
+                db,
+                [
+                    (now, topic, job_id, "requeue", 0, now, priority, None, None)
+                    for _, job_id, priority in rows
+                ],
+            )
+        if rows:
+            self._signals.notify(topic)
+        return len(rows)
+
+    def purge(self, topic: str) -> int:
+        with self._store.write() as db:
+            now = now_ms()
+            cursor = db.execute(
+                "INSERT INTO events (ts_ms, topic, id, event, attempt, due_at, priority, error) "
+                "SELECT ?, topic, id, 'delete', attempts, due_at, priority, 'purged' FROM jobs "
+                "WHERE topic = ?",
+                (now, topic),
+            )
+            count = cursor.rowcount
+            db.execute("DELETE FROM jobs WHERE topic = ?", (topic,))
+            db.execute("DELETE FROM remembered WHERE topic = ?", (topic,))
+            self._log.count(db, count)
+        return count
+
+    def set_paused(self, topic: str, paused: bool) -> None:
+        with self._store.write() as db:
+            db.execute(
+                "INSERT INTO topics (name, paused) VALUES (?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET paused = excluded.paused",
+                (topic, int(paused)),
+            )
+        if not paused:
+            self._signals.notify(topic)
+
+    def events(self, topic: str | None, cursor: str | None, limit: int) -> EventPage:
+        with self._store.read() as db:
+            return event_page(db, topic, cursor, limit)
+
+    def close(self) -> None:
+        self._store.close()

@@ -1,0 +1,1 @@
+"""The ``chronoq`` command line: ``chronoq --help``, or ``python -m chronoq.cli.main``."""

@@ -1,0 +1,279 @@
+"""The values chronoq passes around, their validation and payload encoding. No I/O."""
+
+from __future__ import annotations
+
+import json
+import json.scanner
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from typing import Any, NamedTuple
+
+from chronoq.errors import InvalidInput, InvalidJob
+from chronoq.ids import new_id
+from chronoq.states import EventKind, State
+
+__all__ = [
+    "DEFAULT_MAX_PAYLOAD",
+    "Event",
+    "EventPage",
+    "Job",
+    "JobInfo",
+    "NewJob",
+    "PutResult",
+    "Reservation",
+    "decode_payload",
+    "duration_ms",
+    "encode_payload",
+    "prepare_job",
+    "run_at_ms",
+    "validate_id",
+    "validate_topic",
+]
+
+DEFAULT_MAX_PAYLOAD = 1024 * 1024
+MAX_PRIORITY = 1000
+_YEAR_10000 = 253_402_300_800  # epoch seconds
+MAX_DURATION_S = 10 * 365 * 24 * 3600  # ten years: beyond that it is a unit mistake
+_TOPIC_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+_ID_RE = re.compile(r"[!-~]{1,256}")  # printable ASCII, no whitespace
+_BYTES_TAG = b"\x00"  # JSON text never starts with NUL, so one byte tells bytes apart
+
+
+def _json_encoder() -> Callable[[Any], str]:
+    """Compact JSON text; the C scanner built once (``JSONEncoder.encode``
+    rebuilds it per call, a third of the cost of a small payload)."""
+    encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    if c_make_encoder is None:  # pragma: no cover - Pythons without the C speedups
+        return encoder.encode
+    scan = c_make_encoder(
+        None, encoder.default, encode_basestring, None, ":", ",", False, False, False
+    )
+
+    def to_json(value: Any) -> str:
+        try:
+            return "".join(scan(value, 0))
+        except RecursionError:
+            raise ValueError("circular reference") from None
+
+    return to_json
+
+
+_to_json = _json_encoder()
+# the C scanner behind json.loads, without its per-call checks (the text is ours)
+_from_json = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A job to put. ``delay`` (seconds) and ``run_at`` (datetime, naive = UTC,
+    or epoch seconds) are exclusive; neither means due now. ``id=None`` makes a
+    ULID. ``ttr`` and ``unique_for`` are seconds."""
+
+    payload: Any = None
+    delay: float | None = None
+    run_at: datetime | float | None = None
+    id: str | None = None
+    priority: int = 0
+    ttr: float = 30.0
+    max_attempts: int = 5
+    unique_for: float = 0.0
+
+
+class NewJob(NamedTuple):
+    """A validated, encoded job as backends receive it. The due time is
+    ``max(run_at_ms, now)`` when ``run_at_ms`` is set, else ``now + delay_ms``,
+    with ``now`` taken from the store's clock. ``generated`` says the id is a
+    fresh ULID made by this process, which no stored job can have: backends
+    may skip the duplicate check for it."""
+
+    id: str
+    payload: bytes
+    delay_ms: int
+    run_at_ms: int | None
+    priority: int
+    ttr_ms: int
+    max_attempts: int
+    unique_for_ms: int
+    generated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PutResult:
+    """What a put did: ``created`` is False when a job with this id already
+    existed (or was remembered through ``unique_for``) and was left as it was;
+    ``due_at`` is then the existing job's due time (ms since epoch)."""
+
+    id: str
+    created: bool
+    due_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """A job leased to this consumer until ``deadline`` (ms since epoch).
+    Pass it to ``ack``, ``nack``, ``touch`` or ``bury``."""
+
+    topic: str
+    id: str
+    payload: Any
+    attempts: int
+    lease: str
+    deadline: int
+    due_at: int
+    priority: int
+    max_attempts: int
+    ttr: float
+    created_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class JobInfo:
+    """A snapshot of one job, as ``get`` and ``dead`` return it."""
+
+    topic: str
+    id: str
+    state: State
+    payload: Any
+    due_at: int
+    priority: int
+    ttr: float
+    max_attempts: int
+    attempts: int
+    created_at: int
+    last_error: str | None
+    deadline: int | None
+    unique_for: float
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One entry of the event log (DESIGN §7). ``seq`` increases within a log."""
+
+    seq: int
+    ts_ms: int
+    topic: str
+    id: str
+    event: EventKind
+    attempt: int
+    due_at: int
+    priority: int
+    lag_ms: int | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class EventPage:
+    """A page of events and the cursor to pass for the next page."""
+
+    events: list[Event]
+    cursor: str
+
+
+def validate_topic(topic: object) -> str:
+    if not isinstance(topic, str) or not _TOPIC_RE.fullmatch(topic):
+        raise InvalidInput(
+            f"invalid topic {topic!r}: use 1-128 characters of A-Z a-z 0-9 . _ : -, "
+            "starting with a letter or digit"
+        )
+    return topic
+
+
+def validate_id(job_id: object) -> str:
+    if not isinstance(job_id, str) or not _ID_RE.fullmatch(job_id):
+        raise InvalidInput(
+            f"invalid job id {job_id!r}: use 1-256 printable ASCII characters without "
+            "spaces, or leave it out to get a generated one"
+        )
+    return job_id
+
+
+def duration_ms(value: object, name: str, *, minimum_ms: int = 0) -> int:
+    """Seconds (int or float, ms resolution) to whole ms, checked against ``minimum_ms``."""
+    if type(value) is float or type(value) is int:  # the hot path; excludes bool
+        if 0 <= value <= MAX_DURATION_S:  # NaN fails this too
+            ms = round(value * 1000)
+            if ms >= minimum_ms:
+                return ms
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        return duration_ms(float(value), name, minimum_ms=minimum_ms)  # numpy & co.
+    else:
+        raise InvalidInput(f"{name} must be a number of seconds, got {value!r}")
+    if not math.isfinite(value) or not 0 <= value <= MAX_DURATION_S:
+        raise InvalidInput(f"{name} must be between 0 and {MAX_DURATION_S} seconds, got {value!r}")
+    raise InvalidInput(f"{name} must be at least {minimum_ms / 1000:g} s, got {value!r}")
+
+
+def run_at_ms(value: object) -> int:
+    """A datetime (naive means UTC) or epoch seconds to epoch ms."""
+    if isinstance(value, datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return math.floor(moment.timestamp() * 1000)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInput(f"run_at must be a datetime or epoch seconds, got {value!r}")
+    if not 0 <= value < _YEAR_10000:  # beyond that it is ms or µs passed as seconds
+        raise InvalidInput(
+            f"run_at {value!r} is not an epoch time in seconds before the year 10000 "
+            "(was it in milliseconds?)"
+        )
+    return math.floor(value * 1000)
+
+
+def encode_payload(payload: Any, max_bytes: int = DEFAULT_MAX_PAYLOAD) -> bytes:
+    """A JSON value becomes its compact UTF-8 text; bytes are kept as they are."""
+    if isinstance(payload, bytes | bytearray | memoryview):
+        data = _BYTES_TAG + bytes(payload)
+    else:
+        try:
+            data = _to_json(payload).encode()
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(
+                f"payload is not JSON-serializable ({exc}): pass a JSON value "
+                "(dict, list, str, int, float, bool, None) or bytes"
+            ) from None
+    size = len(data) - (data[:1] == _BYTES_TAG)
+    if size > max_bytes:
+        raise InvalidInput(
+            f"payload is {size} bytes, over the limit of {max_bytes}: store large "
+            "data elsewhere and put a reference, or raise max_payload in the store URL"
+        )
+    return data
+
+
+def decode_payload(data: bytes) -> Any:
+    if data[:1] == _BYTES_TAG:
+        return data[1:]
+    return _from_json(data.decode(), 0)[0]
+
+
+def _check_int(value: object, name: str, low: int, high: int) -> int:
+    if type(value) is int and low <= value <= high:
+        return value
+    raise InvalidInput(f"{name} must be an integer from {low} to {high}, got {value!r}")
+
+
+def prepare_job(job: Job, max_payload: int, index: int | None = None) -> NewJob:
+    """Validate ``job`` and encode it for a backend; raises ``InvalidJob``."""
+    try:
+        if not isinstance(job, Job):
+            raise InvalidInput(f"expected a chronoq.Job, got {type(job).__name__}")
+        if job.delay is not None and job.run_at is not None:
+            raise InvalidInput("give delay or run_at, not both")
+        return NewJob(
+            id=new_id() if job.id is None else validate_id(job.id),
+            generated=job.id is None,
+            payload=encode_payload(job.payload, max_payload),
+            delay_ms=0 if job.delay is None else duration_ms(job.delay, "delay"),
+            run_at_ms=None if job.run_at is None else run_at_ms(job.run_at),
+            priority=_check_int(job.priority, "priority", -MAX_PRIORITY, MAX_PRIORITY),
+            ttr_ms=duration_ms(job.ttr, "ttr", minimum_ms=1),
+            max_attempts=_check_int(job.max_attempts, "max_attempts", 1, 1_000_000),
+            unique_for_ms=duration_ms(job.unique_for, "unique_for"),
+        )
+    except InvalidJob:
+        raise
+    except InvalidInput as exc:
+        raise InvalidJob(str(exc), index) from None

@@ -1,0 +1,79 @@
+"""Shared fixtures. ``store_url`` runs a test once per backend in ``BACKENDS``;
+a new backend adds itself there and every conformance test runs on it unchanged."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import chronoq
+
+from .children import Child
+from .redis_server import RedisServer, redis_server_binary
+
+
+def _redis_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    server: RedisServer = request.getfixturevalue("redis_server")
+    # a key prefix of its own per test: tests share one server without flushing it
+    return f"{server.url}?prefix=cq-{uuid.uuid4().hex[:12]}"
+
+
+#: backend name -> a function that returns a fresh store URL for one test
+BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
+    "sqlite": lambda request, tmp_path: f"sqlite:///{tmp_path / 'chronoq.db'}",
+}
+if redis_server_binary() is not None or os.environ.get("CI") == "true":
+    BACKENDS["redis"] = _redis_url  # in CI a missing redis-server fails, never skips
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One private redis-server for the session, on a free port."""
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store URL on a fresh store of each backend in turn."""
+    return BACKENDS[request.param](request, tmp_path)
+
+
+@pytest.fixture
+def queue(store_url: str) -> Iterator[chronoq.Queue]:
+    q = chronoq.connect(store_url)
+    yield q
+    q.close()
+
+
+@pytest.fixture
+def topic() -> str:
+    """A topic no other test uses, so tests can share a store without flushing it."""
+    return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """A store URL on a fresh SQLite file, for SQLite-only tests."""
+    return f"sqlite:///{tmp_path / 'chronoq.db'}"
+
+
+@pytest.fixture
+def spawn(tmp_path: Path) -> Iterator[Callable[..., Child]]:
+    """Start child processes (killed at teardown if still running)."""
+    children: list[Child] = []
+
+    def start(code: str, **args: Any) -> Child:
+        child = Child(code, args, tmp_path / f"child-{len(children)}.stderr")
+        children.append(child)
+        return child
+
+    yield start
+    for child in children:
+        child.cleanup()
