@@ -159,7 +159,7 @@ class Queue:
         watcher = self.backend.watch(topic) if wait_s > 0 else None
         try:
             while True:
-                result = self.backend.reserve(topic, count, ttr_ms)
+                result = self.backend.reserve(topic, count, ttr_ms, watcher)
                 remaining = end - time.monotonic()
                 if result.jobs or watcher is None or remaining <= 0:
                     return result.jobs

@@ -59,8 +59,11 @@ WORKERS_SRC = textwrap.dedent(
         together however long its process took to start."""
         emit({"k": "ready", "by": cfg["name"]})
         while q.get(cfg["control"], "go") is None:
+            if q.get(cfg["control"], "stop") is not None:
+                return False  # the swarm was called off before it started
             _check_time(cfg)
             time.sleep(0.01)
+        return True
 
 
     def produce(cfg, emit, crash):
@@ -69,7 +72,8 @@ WORKERS_SRC = textwrap.dedent(
         ids = list(cfg["ids"])
         rng.shuffle(ids)
         with chronoq.connect(cfg["url"]) as q:
-            _wait_start(cfg, q, emit)
+            if not _wait_start(cfg, q, emit):
+                return
             i = 0
             while i < len(ids):
                 _check_time(cfg)
@@ -108,7 +112,8 @@ WORKERS_SRC = textwrap.dedent(
         rng = random.Random(cfg["seed"])
         held = 0
         with chronoq.connect(cfg["url"]) as q:
-            _wait_start(cfg, q, emit)
+            if not _wait_start(cfg, q, emit):
+                return
             while q.get(cfg["control"], "stop") is None:
                 _check_time(cfg)
                 jobs = q.reserve(
@@ -239,7 +244,7 @@ def run_swarm(
             threads.append(thread)
     with chronoq.connect(store_url) as q:
         try:
-            _wait_ready(len(workers), records, procs)
+            _wait_ready(len(workers), records, procs, errors)
             q.put(control, None, id="go")
             _wait_producers(workers, threads, procs)
             end = time.monotonic() + drain_timeout
@@ -250,15 +255,18 @@ def run_swarm(
             q.put(control, None, id="stop")
             for thread in threads:
                 thread.join(30)
-            for w, proc, out in procs:
+            failed = []
+            for w, proc, out in procs:  # every process is waited for before any assert
                 try:
                     _, stderr = proc.communicate(timeout=WORKER_LIFETIME_S)
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     _, stderr = proc.communicate()
                 expected = {0, 3} if w.fn == "consume" and w.cfg["crash_after"] else {0}
-                assert proc.returncode in expected, f"{w.name} failed:\n{stderr}"
+                if proc.returncode not in expected:
+                    failed.append(f"{w.name} failed:\n{stderr}")
                 records.extend(json.loads(line) for line in out.read_text().splitlines())
+            assert not failed, "\n".join(failed)
     assert not any(t.is_alive() for t in threads), "a worker thread did not stop"
     if errors:
         raise errors[0]
@@ -283,10 +291,13 @@ def _wait_ready(
     count: int,
     records: list[dict[str, Any]],
     procs: list[tuple[Worker, subprocess.Popen[str], Path]],
+    errors: list[BaseException],
     timeout: float = 60.0,
 ) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
+        if errors:
+            raise errors[0]  # a worker thread failed
         ready = sum(r["k"] == "ready" for r in records)
         for _, proc, out in procs:
             assert proc.poll() is None, f"a worker process exited early: {out.read_text()}"

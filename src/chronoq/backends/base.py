@@ -53,8 +53,14 @@ class Backend(ABC):
         """Create jobs (deduplicated on id), one result per job in order."""
 
     @abstractmethod
-    def reserve(self, topic: str, count: int, ttr_ms: int | None) -> ReserveResult:
-        """Reclaim expired leases, then lease up to ``count`` due jobs, best first."""
+    def reserve(
+        self, topic: str, count: int, ttr_ms: int | None, waiter: Watcher | None = None
+    ) -> ReserveResult:
+        """Reclaim expired leases, then lease up to ``count`` due jobs, best first.
+
+        ``waiter`` is the watcher the caller waits with when nothing is leased
+        (from ``watch``): a backend may hand the timing of the next due job to
+        one waiter and tell the others to sleep until woken."""
 
     @abstractmethod
     def watch(self, topic: str) -> Watcher:

@@ -3,6 +3,8 @@ trip, on the keys of one ``{topic:shard}`` hash slot."""
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import json
 import secrets
 import struct
@@ -19,8 +21,9 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from chronoq.backends import StoreURL
 from chronoq.backends.base import Backend, ReserveResult, Watcher
-from chronoq.backends.redis.codec import decode_event, id_key, info_from_record, key_id
+from chronoq.backends.redis.codec import decode_entry, id_key, info_from_record, key_id
 from chronoq.backends.redis.keys import shard_keys, shard_of, topics_key
+from chronoq.backends.redis.link import Link
 from chronoq.backends.redis.scripts import Scripts
 from chronoq.backends.redis.watcher import RedisWatcher
 from chronoq.backoff import Backoff
@@ -31,12 +34,13 @@ from chronoq.errors import (
     InvalidInput,
     LeaseLost,
 )
-from chronoq.job import EventPage, JobInfo, NewJob, PutResult, Reservation, decode_payload
+from chronoq.job import Event, EventPage, JobInfo, NewJob, PutResult, Reservation, decode_payload
 from chronoq.states import State
 
 __all__ = ["RedisBackend"]
 
 _PURGE_BATCH = 1000
+_PUT_CHUNK = 200
 _PUT_HEAD = struct.Struct(">BqqhIIqH")  # see lua/put.lua
 _READ_ONLY = frozenset({"get"})  # every other script may write: WAIT after it
 # query options redis-py's from_url understands: passed on to it
@@ -102,6 +106,8 @@ class RedisBackend(Backend):
         self._replicas = replicas
         self._replica_timeout_ms = replica_timeout_ms
         self._scripts = Scripts()
+        self._link = Link(client)
+        self._key_cache: dict[tuple[str, int], list[str]] = {}
         self._known_topics: set[str] = set()
         self._next_shard = 0
 
@@ -138,7 +144,12 @@ class RedisBackend(Backend):
     # -- plumbing ------------------------------------------------------------------
 
     def _keys(self, topic: str, shard: int) -> list[str]:
-        return shard_keys(self._prefix, topic, shard)
+        keys = self._key_cache.get((topic, shard))
+        if keys is None:
+            if len(self._key_cache) > 10_000:  # topics come and go: stay bounded
+                self._key_cache.clear()
+            keys = self._key_cache[topic, shard] = shard_keys(self._prefix, topic, shard)
+        return keys
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -150,21 +161,24 @@ class RedisBackend(Backend):
             raise ChronoqError(f"{self.url}: Redis refused a chronoq script: {exc}") from None
 
     def _run(self, name: str, topic: str, shard: int, *args: Any) -> Any:
-        keys, argv = self._keys(topic, shard), [self._events_max, *args]
+        return self._run_many(name, topic, [(shard, list(args))])[0]
+
+    def _run_many(self, name: str, topic: str, calls: list[tuple[int, list[Any]]]) -> list[Any]:
+        """One script call per ``(shard, args)``, in order, in one round trip."""
+        keyed = [(self._keys(topic, shard), [self._events_max, *args]) for shard, args in calls]
+        wait = None
+        if self._replicas and name not in _READ_ONLY:
+            wait = (self._replicas, self._replica_timeout_ms)
         with self._errors():
-            if self._replicas == 0 or name in _READ_ONLY:
-                return self._scripts.call(self._client, name, keys, argv)
-            reply, confirmed = self._scripts.call_and_wait(
-                self._client, name, keys, argv, self._replicas, self._replica_timeout_ms
-            )
-        if confirmed < self._replicas:
+            replies, confirmed = self._scripts.run(self._link, name, keyed, wait)
+        if wait is not None and confirmed < self._replicas:
             raise DurabilityError(
                 f"{self.url}: {name} was applied on the primary but only {confirmed} of "
                 f"{self._replicas} replicas confirmed it within {self._replica_timeout_ms} ms; "
                 "it may be lost if the primary fails now (a put can be retried safely "
                 "with the same id)"
             )
-        return reply
+        return replies
 
     def _register(self, topic: str) -> None:
         if topic not in self._known_topics:
@@ -182,35 +196,44 @@ class RedisBackend(Backend):
 
     def put_many(self, topic: str, jobs: Sequence[NewJob], replace: bool) -> list[PutResult]:
         self._register(topic)
-        results: list[PutResult | None] = [None] * len(jobs)
+        flag = "1" if replace else "0"
+        calls: list[tuple[int, list[Any]]] = []
+        chunks: list[list[int]] = []
         for shard, indexes in self._by_shard([job.id for job in jobs]).items():
-            args: list[Any] = ["1" if replace else "0"]
-            for i in indexes:
-                job = jobs[i]
-                key = id_key(job.id)
-                # one argument per job: redis-py's per-argument packing was most of the cost
-                args.append(
-                    _PUT_HEAD.pack(
-                        job.generated,
-                        job.delay_ms,
-                        -1 if job.run_at_ms is None else job.run_at_ms,
-                        job.priority,
-                        job.ttr_ms,
-                        job.max_attempts,
-                        job.unique_for_ms,
-                        len(key),
-                    )
-                    + key
-                    + job.payload
-                )
-            reply = self._run("put", topic, shard, *args)
-            for n, i in enumerate(indexes):
+            # calls of at most _PUT_CHUNK jobs keep Redis free for others between
+            # them (about 1 ms each); all of them go in one round trip
+            for first in range(0, len(indexes), _PUT_CHUNK):
+                chunk = indexes[first : first + _PUT_CHUNK]
+                calls.append((shard, [flag, *(self._packed(jobs[i]) for i in chunk)]))
+                chunks.append(chunk)
+        results: list[PutResult | None] = [None] * len(jobs)
+        for chunk, reply in zip(chunks, self._run_many("put", topic, calls), strict=True):
+            for n, i in enumerate(chunk):
                 results[i] = PutResult(jobs[i].id, bool(reply[2 * n]), int(reply[2 * n + 1]))
         return [r for r in results if r is not None]
 
+    @staticmethod
+    def _packed(job: NewJob) -> bytes:
+        """One argument per job: redis-py's per-argument packing was most of the cost."""
+        key = id_key(job.id)
+        head = _PUT_HEAD.pack(
+            job.generated,
+            job.delay_ms,
+            -1 if job.run_at_ms is None else job.run_at_ms,
+            job.priority,
+            job.ttr_ms,
+            job.max_attempts,
+            job.unique_for_ms,
+            len(key),
+        )
+        return head + key + job.payload
+
     # -- consuming -------------------------------------------------------------------------
 
-    def reserve(self, topic: str, count: int, ttr_ms: int | None) -> ReserveResult:
+    def reserve(
+        self, topic: str, count: int, ttr_ms: int | None, waiter: Watcher | None = None
+    ) -> ReserveResult:
+        token = waiter.token if isinstance(waiter, RedisWatcher) else ""
         jobs: list[Reservation] = []
         wake: float | None = None
         start = self._next_shard
@@ -218,11 +241,19 @@ class RedisBackend(Backend):
         for step in range(self._shards):
             shard = (start + step) % self._shards
             reply = self._run(
-                "reserve", topic, shard, count - len(jobs), ttr_ms or 0, secrets.token_hex(8)
+                "reserve",
+                topic,
+                shard,
+                count - len(jobs),
+                ttr_ms or 0,
+                secrets.token_hex(8),
+                token,
             )
             wake_in = int(reply[0])
             if wake_in >= 0:
                 wake = wake_in if wake is None else min(wake, wake_in)
+            if reply[1] == 1:
+                cast(RedisWatcher, waiter).timers.add(shard)
             jobs += self._reservations(topic, reply)
             if len(jobs) >= count:
                 break
@@ -231,7 +262,7 @@ class RedisBackend(Backend):
     @staticmethod
     def _reservations(topic: str, reply: list[Any]) -> list[Reservation]:
         out = []
-        for b in range(1, len(reply), 10):
+        for b in range(2, len(reply), 10):
             (
                 job_id,
                 lease,
@@ -266,7 +297,12 @@ class RedisBackend(Backend):
             self._client,
             [self._keys(topic, shard)[7] for shard in range(self._shards)],
             self._errors,
+            lambda shards, token: self._release_timers(topic, shards, token),
         )
+
+    def _release_timers(self, topic: str, shards: set[int], token: str) -> None:
+        for shard in shards:
+            self._run("release", topic, shard, token)
 
     def ack_many(self, topic: str, leases: Sequence[tuple[str, str]]) -> list[str]:
         lost: list[str] = []
@@ -403,32 +439,42 @@ class RedisBackend(Backend):
             self._run("pause", topic, shard, "1" if paused else "0")
 
     def events(self, topic: str | None, cursor: str | None, limit: int) -> EventPage:
+        # the cursor maps each stream to the seq of the last event read from it
         positions = _parse_cursor(cursor)
         topics = [topic] if topic is not None else self.topics()
-        merged = []
+        streams: list[list[tuple[str, Event]]] = []
         with self._errors():
             for name in topics:
                 for shard in range(self._shards):
                     key = self._keys(name, shard)[6]
-                    start = positions.get(key)
-                    low = f"({start}" if start else "-"
+                    after = positions.get(key, 0)
+                    # an entry's id is its last event's seq: from the entry holding after + 1
                     entries = cast(
                         list[tuple[bytes, dict[bytes, bytes]]],
-                        self._client.xrange(key, low, "+", count=limit),
+                        self._client.xrange(key, f"{after + 1}-0", "+", count=limit),
                     )
-                    for stream_id, fields in entries:
-                        merged.append((stream_id, key, decode_event(name, stream_id, fields)))
-        merged.sort(key=lambda item: (item[2].ts_ms, item[2].seq))
-        page = merged[:limit]
-        for stream_id, key, _ in page:
-            positions[key] = stream_id.decode()
-        return EventPage([event for _, _, event in page], json.dumps(positions, sort_keys=True))
+                    streams.append(
+                        [
+                            (key, event)
+                            for entry_id, fields in entries
+                            for event in decode_entry(name, entry_id, fields)
+                            if event.seq > after
+                        ]
+                    )
+        # oldest first across streams; each stream stays in its own order, so a
+        # page is a prefix of every stream and the cursor loses nothing
+        merged = heapq.merge(*streams, key=lambda item: (item[1].ts_ms, item[1].seq))
+        page = list(itertools.islice(merged, limit))
+        for key, event in page:
+            positions[key] = event.seq
+        return EventPage([event for _, event in page], json.dumps(positions, sort_keys=True))
 
     def close(self) -> None:
+        self._link.close()
         self._client.close()
 
 
-def _parse_cursor(cursor: str | None) -> dict[str, str]:
+def _parse_cursor(cursor: str | None) -> dict[str, int]:
     if cursor is None:
         return {}
     try:
@@ -436,7 +482,7 @@ def _parse_cursor(cursor: str | None) -> dict[str, str]:
     except (TypeError, ValueError):
         positions = None
     if not isinstance(positions, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in positions.items()
+        isinstance(k, str) and type(v) is int and v >= 0 for k, v in positions.items()
     ):
         raise InvalidInput(
             f"bad event cursor {cursor!r}: pass the cursor of a previous page, or None"

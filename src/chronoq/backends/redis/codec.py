@@ -11,7 +11,7 @@ from chronoq.ids import encode as encode_ulid
 from chronoq.job import Event, JobInfo, decode_payload
 from chronoq.states import EventKind, State, lease_expired_error, observed_state
 
-__all__ = ["decode_event", "id_key", "info_from_record", "key_id"]
+__all__ = ["decode_entry", "entry_last_seq", "id_key", "info_from_record", "key_id"]
 
 PENDING, RESERVED, DEAD, REMEMBERED = 0, 2, 3, 4
 _HEAD = struct.Struct(">B6sh6s6s")  # state * 32 + flags, due_at, priority, created_at, seq
@@ -103,25 +103,67 @@ def info_from_record(topic: str, job_id: str, raw: bytes, now: int) -> JobInfo |
     )
 
 
-def stream_seq(stream_id: bytes) -> int:
-    """A stream entry id ``ms-n`` as one increasing integer."""
-    ms, _, n = stream_id.partition(b"-")
-    return int(ms) * 1_000_000 + int(n)
+# The packed events of one stream entry (see lua/prelude.lua, emit)
+EVENT_KINDS = (
+    None,
+    EventKind.PUT,
+    EventKind.RESERVE,
+    EventKind.ACK,
+    EventKind.NACK,
+    EventKind.EXPIRE,
+    EventKind.DEAD,
+    EventKind.BURY,
+    EventKind.DELETE,
+    EventKind.RESCHEDULE,
+    EventKind.REQUEUE,
+    EventKind.TOUCH,
+)
+EV_ATT1, EV_ATT4, EV_D4, EV_D6, EV_PRIO, EV_ERR = 1, 2, 4, 8, 16, 32
 
 
-def decode_event(topic: str, stream_id: bytes, fields: dict[bytes, bytes]) -> Event:
-    lag = fields[b"l"]
-    error = fields[b"x"]
-    ts_ms = int(stream_id.partition(b"-")[0])
-    return Event(
-        seq=stream_seq(stream_id),
-        ts_ms=ts_ms,
-        topic=topic,
-        id=key_id(fields[b"i"]),
-        event=EventKind(fields[b"e"].decode()),
-        attempt=int(fields[b"a"]),
-        due_at=int(fields.get(b"t", ts_ms)) + int(fields[b"d"]),
-        priority=int(fields[b"p"]),
-        lag_ms=int(lag) if lag else None,
-        error=error.decode() if error else None,
-    )
+def entry_last_seq(entry_id: bytes) -> int:
+    """A stream entry's id is ``<seq of its last event>-0``."""
+    return int(entry_id.partition(b"-")[0])
+
+
+def decode_entry(topic: str, entry_id: bytes, fields: dict[bytes, bytes]) -> list[Event]:
+    """The events of one stream entry, oldest first."""
+    ts_ms = int(fields[b"t"])
+    blob = fields[b"b"]
+    parsed = []
+    pos, end = 0, len(blob)
+    while pos < end:
+        kind, flags, idlen = blob[pos], blob[pos + 1], blob[pos + 2] + 1
+        pos += 3
+        job_id = key_id(blob[pos : pos + idlen])
+        pos += idlen
+        attempt = d = priority = 0
+        error = None
+        if flags & EV_ATT1:
+            attempt = blob[pos]
+            pos += 1
+        elif flags & EV_ATT4:
+            attempt = int.from_bytes(blob[pos : pos + 4], "big")
+            pos += 4
+        if flags & EV_D4:
+            d = int.from_bytes(blob[pos : pos + 4], "big", signed=True)
+            pos += 4
+        elif flags & EV_D6:
+            d = int.from_bytes(blob[pos : pos + 6], "big", signed=True)
+            pos += 6
+        if flags & EV_PRIO:
+            priority = int.from_bytes(blob[pos : pos + 2], "big", signed=True)
+            pos += 2
+        if flags & EV_ERR:
+            n = int.from_bytes(blob[pos : pos + 2], "big")
+            error = blob[pos + 2 : pos + 2 + n].decode(errors="replace")
+            pos += 2 + n
+        event = EVENT_KINDS[kind]
+        assert event is not None, f"unknown event kind {kind} in {entry_id!r}"
+        lag = -d if event is EventKind.RESERVE else None
+        parsed.append((job_id, event, attempt, ts_ms + d, priority, lag, error))
+    first = entry_last_seq(entry_id) - len(parsed) + 1
+    return [
+        Event(first + n, ts_ms, topic, job_id, event, attempt, due, prio, lag, error)
+        for n, (job_id, event, attempt, due, prio, lag, error) in enumerate(parsed)
+    ]

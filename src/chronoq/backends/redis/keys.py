@@ -19,6 +19,8 @@ PARTS = (
     "wake",
     "paused",
     "seq",
+    "evseq",
+    "timer",
 )
 
 

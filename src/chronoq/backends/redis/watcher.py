@@ -7,20 +7,29 @@ the client: an idle redis-server ends a blocking command's timeout only on its
 ``hz`` tick (every 100 ms by default), so the server's timeout is only a
 backstop; when our own timer fires first, ``CLIENT UNBLOCK`` ends the BLPOP at
 once and keeps the connection.
+
+Only one waiter per shard times the next due job (the reserve script hands it
+the shard's timer); the others sleep until a token wakes them, or until that
+timer would lapse if its holder died. When the holder stops waiting it hands
+the timer on (``close``), so a due time wakes one consumer, not all of them.
 """
 
 from __future__ import annotations
 
+import logging
+import secrets
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 import redis
 
 from chronoq.backends.base import Watcher
+from chronoq.errors import ChronoqError
 
 __all__ = ["RedisWatcher"]
 
 _BACKSTOP_S = 1.0  # the server gives up this long after our own timer
+log = logging.getLogger("chronoq")
 
 
 class RedisWatcher(Watcher):
@@ -29,10 +38,23 @@ class RedisWatcher(Watcher):
         client: redis.Redis,
         wake_keys: list[str],
         errors: Callable[[], AbstractContextManager[None]],
+        release: Callable[[set[int], str], None],
     ) -> None:
         self._client = client
         self._keys = wake_keys
         self._errors = errors  # turns redis-py's errors into chronoq's
+        self._release = release
+        self.token = secrets.token_hex(8)  # this waiter, as the reserve script knows it
+        self.timers: set[int] = set()  # the shards whose timer this waiter holds
+
+    def close(self) -> None:
+        if not self.timers:
+            return
+        timers, self.timers = self.timers, set()
+        try:
+            self._release(timers, self.token)
+        except ChronoqError as exc:  # the timer lapses on its own
+            log.debug("could not hand on the timer of %s: %s", sorted(timers), exc)
 
     def wait(self, timeout: float) -> bool:
         with self._errors():

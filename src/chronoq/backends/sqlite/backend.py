@@ -158,7 +158,9 @@ class SQLiteBackend(Backend):
 
     # -- consuming -------------------------------------------------------------
 
-    def reserve(self, topic: str, count: int, ttr_ms: int | None) -> ReserveResult:
+    def reserve(
+        self, topic: str, count: int, ttr_ms: int | None, waiter: Watcher | None = None
+    ) -> ReserveResult:
         with self._store.write() as db:
             now = now_ms()
             expire_leases(db, self._log, topic, now)

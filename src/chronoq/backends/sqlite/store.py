@@ -57,12 +57,14 @@ class Store:
         except sqlite3.Error as exc:
             raise self._unavailable(exc) from None
         try:
-            self._setup(synchronous, busy_timeout_ms)
+            # several processes may create the file and its schema at once: setup
+            # is idempotent, so it is simply run again if one of them got busy
+            self._retry_busy(lambda: self._setup(synchronous, busy_timeout_ms))
             # from here on chronoq waits for locks itself (_retry_busy)
             self.conn.execute("PRAGMA busy_timeout = 0")
-        except sqlite3.Error as exc:
+        except BaseException:
             self.conn.close()
-            raise self._unavailable(exc) from None
+            raise
 
     def _setup(self, synchronous: str, busy_timeout_ms: int) -> None:
         conn = self.conn
@@ -171,11 +173,12 @@ class Store:
         self.conn.execute("SELECT 1 FROM meta LIMIT 0").fetchall()
 
     def data_version(self) -> int:
+        versions: list[int] = []
         with self.lock:
-            try:
-                return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
-            except sqlite3.Error as exc:
-                raise self._unavailable(exc) from None
+            self._retry_busy(
+                lambda: versions.append(int(self.conn.execute("PRAGMA data_version").fetchone()[0]))
+            )
+        return versions[0]
 
     def close(self) -> None:
         with self.lock:

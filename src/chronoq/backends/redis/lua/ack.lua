@@ -4,15 +4,22 @@
 -- Returns: the ids whose lease was lost (expired, reserved again, or gone).
 -- Events: ack, for each job acked.
 local now = now_ms()
-local lost = {}
+local lost, gone, seen = {}, {}, {}
 for b = 2, #ARGV, 2 do
   local id = ARGV[b]
   local j = lease_of(id, ARGV[b + 1], now)
-  if j then
-    remove(id, j, now)
-    emit('ack', id, j, nil, nil)
+  if j and not seen[id] then -- the same lease twice in one call: the second is lost
+    seen[id] = true
+    if j.uf > 0 then
+      remove(id, j, now) -- remembered for unique_for: its own writes
+    else
+      gone[#gone + 1] = id
+    end
+    emit('ack', id, j)
   else
     lost[#lost + 1] = id
   end
 end
+call_chunked('ZREM', K_LEASED, gone)
+call_chunked('HDEL', K_JOBS, gone)
 return lost

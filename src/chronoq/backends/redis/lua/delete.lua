@@ -8,5 +8,5 @@ local id = ARGV[2]
 local j = current(id, now)
 if not j or j.state == REMEMBERED then return 0 end
 remove(id, j, now)
-emit('delete', id, j, nil, nil)
+emit('delete', id, j)
 return 1

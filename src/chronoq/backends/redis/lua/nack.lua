@@ -26,7 +26,7 @@ j.state, j.lease, j.due = PENDING, '', now + delay
 j.at = j.due
 redis.call('HSET', K_JOBS, id, pack_job(j))
 index_pending(id, j, now)
-emit('nack', id, j, nil, ARGV[5])
+emit('nack', id, j, ARGV[5])
 wake(1)
 if delay > 0 then return 'delayed' end
 return 'ready'

@@ -11,12 +11,18 @@
 --   8 wake     LIST    tokens for consumers blocked in BLPOP
 --   9 paused   STRING  exists while the topic is paused
 --  10 seq      STRING  put-order counter
--- ARGV[1] of every script is the approximate cap of the event stream; the
--- script's own arguments start at ARGV[2].
+--  11 evseq    STRING  how many events the shard has appended: the last event's seq
+--  12 timer    STRING  "<due ms>:<waiter>": the one waiting consumer that times the
+--                      shard's next change (reserve.lua); lapses TIMER_LEASE ms after
+-- ARGV[1] of every script is the approximate cap of the event log (in events);
+-- the script's own arguments start at ARGV[2].
 -- Times come from the server's clock (TIME), never from the client.
+-- The loader wraps each script's body in a function and appends the events it
+-- emitted to the stream when the body returns (flush_events), whatever the path.
 
 local K_JOBS, K_DELAYED, K_READY, K_LEASED, K_DEAD = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local K_FORGET, K_EVENTS, K_WAKE, K_PAUSED, K_SEQ = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local K_EVSEQ, K_TIMER = KEYS[11], KEYS[12]
 
 local EVENT_CAP = ARGV[1]
 local PENDING, RESERVED, DEAD, REMEMBERED = 0, 2, 3, 4
@@ -26,9 +32,13 @@ local HEAD = '>Bi6hi6i6' -- state * 32 + flags, due_at, priority, created_at, se
 local F_TTR, F_MAX, F_ATT, F_UF, F_ERR = 1, 2, 4, 8, 16
 local DEFAULT_TTR, DEFAULT_MAX = 30000, 5
 local MAX_WAKE_TOKENS = 64
-local EXPIRE_BATCH = 1000
-local PROMOTE_BATCH = 1000
+local TIMER_LEASE = 2000 -- ms: how late due jobs can be when the timing waiter died
+-- upkeep per call: small enough that a reserve stays well under 1 ms of server time
+local EXPIRE_BATCH = 50
+local PROMOTE_BATCH = 100 -- reserve(count) promotes up to count, at most PROMOTE_MAX
+local PROMOTE_MAX = 1000
 local CHUNK = 500 -- elements per unpack(): Lua's C stack is limited
+local EVENTS_PER_ENTRY = 128
 
 local NOW -- set by now_ms(): every event of one script carries the same time
 
@@ -90,16 +100,71 @@ local function seq_bytes(j) return struct.pack('>i6', j.seq) end
 local function ready_member(j, id) return seq_bytes(j) .. id end
 local function ready_score(prio, due) return (1000 - prio) * PRIO_SPAN + (due - EPOCH) end
 
--- The entry id carries the event's time: the script's `now`, so that ts and
--- lag agree. Only if the stream already holds a later id (the clock went back)
--- does Redis pick the id. `d` is due_at - now: a small number packs smaller.
-local function emit(kind, id, j, lag, err)
-  local fields = {'e', kind, 'i', id, 'a', j.att, 'd', j.due - NOW, 'p', j.prio,
-                  'l', lag or '', 'x', err or ''}
-  local ok = redis.pcall('XADD', K_EVENTS, 'MAXLEN', '~', EVENT_CAP, NOW .. '-*', unpack(fields))
-  if type(ok) == 'table' and ok.err then -- then `t` keeps the time `d` is relative to
-    fields[#fields + 1], fields[#fields + 2] = 't', NOW
-    redis.call('XADD', K_EVENTS, 'MAXLEN', '~', EVENT_CAP, '*', unpack(fields))
+-- Events are packed, collected while the script runs, and appended at its end:
+-- up to EVENTS_PER_ENTRY to one stream entry {t = time, b = packed events}
+-- whose id is "<seq of its last event>-0", so that ids count events: MINID
+-- trims the log to about EVENT_CAP events, and a reader resumes after a seq.
+-- One event: kind (B), flags (B), id length - 1 (B), id, then by flags:
+-- attempt (B or >I4), due_at - t (>i4 or >i6), priority (>h), error (>I2 length, bytes).
+-- A reserve event's lag is -(due_at - t): not stored.
+local EVENT_KIND = {put = 1, reserve = 2, ack = 3, nack = 4, expire = 5, dead = 6, bury = 7,
+                    delete = 8, reschedule = 9, requeue = 10, touch = 11}
+local EV_ATT1, EV_ATT4, EV_D4, EV_D6, EV_PRIO, EV_ERR = 1, 2, 4, 8, 16, 32
+local EVENTS = {}
+
+local function emit(kind, id, j, err)
+  local flags, tail = 0, ''
+  local att, d = j.att, j.due - NOW
+  if att ~= 0 then
+    if att < 256 then flags, tail = EV_ATT1, struct.pack('>B', att)
+    else flags, tail = EV_ATT4, struct.pack('>I4', att) end
+  end
+  if d ~= 0 then
+    if d > -2147483648 and d < 2147483647 then
+      flags, tail = flags + EV_D4, tail .. struct.pack('>i4', d)
+    else
+      flags, tail = flags + EV_D6, tail .. struct.pack('>i6', d)
+    end
+  end
+  if j.prio ~= 0 then flags, tail = flags + EV_PRIO, tail .. struct.pack('>h', j.prio) end
+  if err and err ~= '' then
+    err = string.sub(err, 1, 65535)
+    flags, tail = flags + EV_ERR, tail .. struct.pack('>I2', #err) .. err
+  end
+  EVENTS[#EVENTS + 1] = struct.pack('>BBB', EVENT_KIND[kind], flags, #id - 1) .. id .. tail
+end
+
+local function flush_events()
+  local n = #EVENTS
+  if n == 0 then return end
+  local last = redis.call('INCRBY', K_EVSEQ, n)
+  local seq = last - n
+  local keep_from = math.max(last - EVENT_CAP, 0)
+  for first = 1, n, EVENTS_PER_ENTRY do
+    local upto = math.min(first + EVENTS_PER_ENTRY - 1, n)
+    seq = seq + upto - first + 1
+    local ok = redis.pcall('XADD', K_EVENTS, 'MINID', '~', keep_from, seq .. '-0',
+                           't', NOW, 'b', table.concat(EVENTS, '', first, upto))
+    if type(ok) == 'table' and ok.err then
+      -- the counter is behind the stream (deleted or restored on its own):
+      -- number the events still to append after the stream's last entry
+      local top = redis.call('XREVRANGE', K_EVENTS, '+', '-', 'COUNT', 1)[1]
+      if not top then error(ok.err) end
+      local top_seq = tonumber(string.match(top[1], '^(%d+)'))
+      redis.call('SET', K_EVSEQ, top_seq + n - first + 1)
+      seq = top_seq + upto - first + 1
+      redis.call('XADD', K_EVENTS, 'MINID', '~', keep_from, seq .. '-0',
+                 't', NOW, 'b', table.concat(EVENTS, '', first, upto))
+    end
+  end
+  EVENTS = {}
+end
+
+-- A variadic command over a long list, CHUNK arguments at a time (CHUNK is
+-- even, so score/member and field/value pairs stay together).
+local function call_chunked(command, key, list)
+  for first = 1, #list, CHUNK do
+    redis.call(command, key, unpack(list, first, math.min(first + CHUNK - 1, #list)))
   end
 end
 
@@ -140,7 +205,7 @@ local function kill(id, j, now, kind, err)
   j.state, j.at, j.lease = DEAD, now, ''
   redis.call('HSET', K_JOBS, id, pack_job(j))
   redis.call('ZADD', K_DEAD, now, id)
-  emit(kind, id, j, nil, err)
+  emit(kind, id, j, err)
 end
 
 -- A lease that ran out: back to ready, or dead when attempts are used up.
@@ -154,7 +219,7 @@ local function expire(id, j, now)
   j.state, j.at, j.lease = PENDING, j.due, ''
   redis.call('HSET', K_JOBS, id, pack_job(j))
   redis.call('ZADD', K_READY, ready_score(j.prio, j.due), ready_member(j, id))
-  emit('expire', id, j, nil, nil)
+  emit('expire', id, j)
   return 1
 end
 
@@ -193,13 +258,14 @@ end
 
 -- Bounded upkeep on the reserve path: reclaim expired leases, promote due jobs,
 -- forget remembered ids whose time is over. Returns how many became ready.
-local function upkeep(now)
+local function upkeep(now, promote)
   local made = 0
   local expired = redis.call('ZRANGEBYSCORE', K_LEASED, '-inf', now, 'LIMIT', 0, EXPIRE_BATCH)
   for _, id in ipairs(expired) do
     made = made + expire(id, unpack_job(redis.call('HGET', K_JOBS, id)), now)
   end
-  local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, PROMOTE_BATCH)
+  local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0,
+                             promote or PROMOTE_BATCH)
   for first = 1, #due, CHUNK do
     local adds, rems = {}, {}
     for i = first, math.min(first + CHUNK - 1, #due) do
@@ -213,7 +279,7 @@ local function upkeep(now)
     redis.call('ZREM', K_DELAYED, unpack(rems))
     made = made + #rems
   end
-  local forgotten = redis.call('ZRANGEBYSCORE', K_FORGET, '-inf', now, 'LIMIT', 0, CHUNK)
+  local forgotten = redis.call('ZRANGEBYSCORE', K_FORGET, '-inf', now, 'LIMIT', 0, PROMOTE_BATCH)
   if #forgotten > 0 then
     redis.call('HDEL', K_JOBS, unpack(forgotten))
     redis.call('ZREM', K_FORGET, unpack(forgotten))

@@ -16,7 +16,7 @@ repeat -- HSCAN may return an empty page of a sparse hash: follow the cursor
     unindex(id, j)
     redis.call('HDEL', K_JOBS, id)
     if j.state ~= REMEMBERED then
-      emit('delete', id, j, nil, 'purged')
+      emit('delete', id, j, 'purged')
       deleted = deleted + 1
     end
     seen = seen + 1

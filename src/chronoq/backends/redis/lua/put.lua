@@ -12,12 +12,25 @@ local count = #ARGV - 2
 local seq = redis.call('INCRBY', K_SEQ, count) - count
 local out, ready, earliest = {}, 0, nil
 local first_delayed = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')[2]
+-- the writes of new jobs, sent as few variadic commands
+local records, delayed, readies, batch = {}, {}, {}, {}
+
+local function write_batch()
+  call_chunked('HSET', K_JOBS, records)
+  call_chunked('ZADD', K_DELAYED, delayed)
+  call_chunked('ZADD', K_READY, readies)
+  records, delayed, readies, batch = {}, {}, {}, {}
+end
+
 for n = 3, #ARGV do
   local arg = ARGV[n]
   local generated, delay, run_at, prio, ttr, max, uf, idlen, pos = struct.unpack('>Bi8i8hI4I4i8I2', arg)
   local id = string.sub(arg, pos, pos + idlen - 1)
   local prior = nil
-  if generated == 0 then prior = current(id, now) end
+  if generated == 0 then
+    if batch[id] then write_batch() end -- the same id twice in one call: the second sees the first
+    prior = current(id, now)
+  end
   if prior and (not replace or prior.state == RESERVED) then
     out[#out + 1], out[#out + 2] = 0, prior.due
   else
@@ -28,14 +41,20 @@ for n = 3, #ARGV do
     local j = {state = PENDING, due = due, prio = prio, ttr = ttr, max = max, att = 0,
                created = now, uf = uf, seq = seq, at = due, lease = '', err = '',
                payload = string.sub(arg, pos + idlen)}
-    redis.call('HSET', K_JOBS, id, pack_job(j))
-    index_pending(id, j, now)
-    emit('put', id, j, nil, nil)
-    if due <= now then ready = ready + 1
-    elseif not earliest or due < earliest then earliest = due end
+    records[#records + 1], records[#records + 2] = id, pack_job(j)
+    batch[id] = true
+    if due > now then
+      delayed[#delayed + 1], delayed[#delayed + 2] = due, id
+      if not earliest or due < earliest then earliest = due end
+    else
+      readies[#readies + 1], readies[#readies + 2] = ready_score(prio, due), ready_member(j, id)
+      ready = ready + 1
+    end
+    emit('put', id, j)
     out[#out + 1], out[#out + 2] = 1, due
   end
 end
+write_batch()
 -- wake a consumer per ready job, and one to re-time its sleep for an earlier due job
 if earliest and (not first_delayed or earliest < tonumber(first_delayed)) then ready = ready + 1 end
 wake(ready)

@@ -19,7 +19,7 @@ for _, id in ipairs(ids) do
     j.state, j.att, j.due, j.at, j.lease = PENDING, 0, now, now, ''
     redis.call('HSET', K_JOBS, id, pack_job(j))
     index_pending(id, j, now)
-    emit('requeue', id, j, nil, nil)
+    emit('requeue', id, j)
     moved = moved + 1
   end
 end

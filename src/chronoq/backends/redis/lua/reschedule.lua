@@ -14,6 +14,6 @@ if run_at >= 0 then j.due = math.max(run_at, now) end
 j.at = j.due
 redis.call('HSET', K_JOBS, id, pack_job(j))
 index_pending(id, j, now)
-emit('reschedule', id, j, nil, nil)
+emit('reschedule', id, j)
 wake(1)
 return 1

@@ -6,7 +6,9 @@
 local now = now_ms()
 local made = upkeep(now)
 if made > 0 then wake(made) end
-local delayed = redis.call('ZCARD', K_DELAYED)
-local first = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')[2]
-return {delayed, redis.call('ZCARD', K_READY), redis.call('ZCARD', K_LEASED),
+-- due jobs the bounded upkeep has not promoted yet count as ready
+local due = redis.call('ZCOUNT', K_DELAYED, '-inf', now)
+local delayed = redis.call('ZCARD', K_DELAYED) - due
+local first = redis.call('ZRANGE', K_DELAYED, due, due, 'WITHSCORES')[2]
+return {delayed, redis.call('ZCARD', K_READY) + due, redis.call('ZCARD', K_LEASED),
         redis.call('ZCARD', K_DEAD), redis.call('EXISTS', K_PAUSED), first or -1}

@@ -12,5 +12,5 @@ if ttr <= 0 then ttr = j.ttr end
 j.at = now + ttr
 redis.call('HSET', K_JOBS, id, pack_job(j))
 redis.call('ZADD', K_LEASED, j.at, id)
-emit('touch', id, j, nil, nil)
+emit('touch', id, j)
 return j.at

@@ -1,0 +1,84 @@
+"""One Redis connection per thread, kept for the life of the backend.
+
+redis-py's ``Redis.execute_command`` takes a connection from the pool and
+gives it back on every call, checking its health each time; on this 2-vCPU
+machine that cost about 30 µs of a ~110 µs round trip. A backend makes many
+small calls from few threads, so each thread keeps its own connection and
+sends commands packed by the connection (hiredis when installed).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+__all__ = ["Link"]
+
+
+class Link:
+    def __init__(self, client: redis.Redis) -> None:
+        self._pool = client.connection_pool
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._taken: list[Any] = []  # every connection handed to a thread, to close
+
+    def _connection(self) -> tuple[Any, bool]:
+        """This thread's connection, and whether it was used before (a used one
+        may have been cut by a server restart since)."""
+        local = self._local
+        conn = getattr(local, "conn", None)
+        if conn is not None and local.pid == os.getpid():
+            return conn, True
+        conn = self._pool.get_connection()
+        local.conn, local.pid = conn, os.getpid()
+        with self._lock:
+            self._taken.append(conn)
+        return conn, False
+
+    def call(self, *args: Any) -> Any:
+        """One command, one round trip; its reply (an error reply is raised)."""
+        return self.pipeline([args])[0]
+
+    def pipeline(self, commands: list[tuple[Any, ...]], raise_on_error: bool = True) -> list[Any]:
+        """Several commands in one round trip; their replies in order. With
+        ``raise_on_error=False`` an error reply is returned in its place."""
+        conn, used = self._connection()
+        packed = conn.pack_commands(commands)
+        for attempt in (1, 2):
+            try:
+                conn.send_packed_command(packed, check_health=False)
+                replies = [self._reply(conn) for _ in commands]
+                break
+            except (RedisConnectionError, RedisTimeoutError, OSError):
+                conn.disconnect()
+                # a connection that had worked before was most likely cut while
+                # idle (a restart): reconnect once, as redis-py's own retry does
+                if attempt == 2 or not used:
+                    raise
+            except BaseException:
+                conn.disconnect()  # a half-read reply must not be read as the next one
+                raise
+        if raise_on_error:
+            for reply in replies:
+                if isinstance(reply, Exception):
+                    raise reply
+        return replies
+
+    @staticmethod
+    def _reply(conn: Any) -> Any:
+        try:
+            return conn.read_response()
+        except ResponseError as exc:  # the next reply is still to be read
+            return exc
+
+    def close(self) -> None:
+        with self._lock:
+            taken, self._taken = self._taken, []
+        for conn in taken:
+            conn.disconnect()

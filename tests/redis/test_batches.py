@@ -1,0 +1,50 @@
+"""put_many on Redis runs as several script calls of at most 200 jobs, sent in
+one round trip: Redis serves others between them, and the batch still behaves
+as one put_many (results in order, an id repeated later in the batch sees the
+first)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import chronoq
+from chronoq import Job
+
+from ..children import all_events
+from .conftest import ServerFactory
+
+PUT_CHUNK = 200  # backend.py
+
+
+def test_a_big_put_many_is_several_bounded_calls_in_one_round_trip(
+    make_server: ServerFactory,
+    open_queue: Callable[[str], chronoq.Queue],
+    raw_client: Callable[..., Any],
+) -> None:
+    server = make_server("--slowlog-log-slower-than", "0", "--slowlog-max-len", "10000")
+    q = open_queue(server.url)
+    raw = raw_client(server)
+    q.put("t", "warm", id="warm")  # the script is loaded
+    raw.slowlog_reset()
+    jobs = [Job(n, id=f"j-{n}", delay=60 if n % 2 else 0) for n in range(1000)]
+    jobs.append(Job("again", id="j-3"))  # same id as an earlier job, in the last chunk
+    results = q.put_many("t", jobs)
+
+    assert [r.id for r in results] == [f"j-{n}" for n in range(1000)] + ["j-3"]
+    assert all(r.created for r in results[:1000])
+    assert not results[1000].created and results[1000].due_at == results[3].due_at
+    info = q.get("t", "j-3")
+    assert info is not None and info.payload == 3
+    shas = q.backend._scripts.shas  # type: ignore[attr-defined]
+    puts = [
+        e
+        for e in raw.slowlog_get(10_000)
+        if e["command"].split()[:2] == [b"EVALSHA", shas["put"].encode()]
+    ]
+    assert len(puts) == -(-1001 // PUT_CHUNK)
+    stats = q.stats("t")
+    assert (stats["ready"], stats["delayed"]) == (501, 500)  # with "warm"
+    assert sorted(e.id for e in all_events(q, "t") if e.event.value == "put") == sorted(
+        ["warm", *(f"j-{n}" for n in range(1000))]
+    )
