@@ -249,11 +249,15 @@ class RedisBackend(Backend):
                 secrets.token_hex(8),
                 token,
             )
-            wake_in = int(reply[0])
+            wake_in = int(reply[0]) / 1000  # µs from the script
             if wake_in >= 0:
                 wake = wake_in if wake is None else min(wake, wake_in)
-            if reply[1] == 1:
-                cast(RedisWatcher, waiter).timers.add(shard)
+            if token:
+                timers = cast(RedisWatcher, waiter).timers
+                if reply[1] == 1:
+                    timers.add(shard)
+                else:
+                    timers.discard(shard)
             jobs += self._reservations(topic, reply)
             if len(jobs) >= count:
                 break
@@ -295,6 +299,7 @@ class RedisBackend(Backend):
     def watch(self, topic: str) -> Watcher:
         return RedisWatcher(
             self._client,
+            self._link,
             [self._keys(topic, shard)[7] for shard in range(self._shards)],
             self._errors,
             lambda shards, token: self._release_timers(topic, shards, token),

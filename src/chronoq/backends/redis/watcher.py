@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 import redis
 
 from chronoq.backends.base import Watcher
+from chronoq.backends.redis.link import Link
 from chronoq.errors import ChronoqError
 
 __all__ = ["RedisWatcher"]
@@ -36,11 +38,13 @@ class RedisWatcher(Watcher):
     def __init__(
         self,
         client: redis.Redis,
+        link: Link,
         wake_keys: list[str],
         errors: Callable[[], AbstractContextManager[None]],
         release: Callable[[set[int], str], None],
     ) -> None:
         self._client = client
+        self._link = link  # this thread's connection, for CLIENT UNBLOCK
         self._keys = wake_keys
         self._errors = errors  # turns redis-py's errors into chronoq's
         self._release = release
@@ -61,6 +65,7 @@ class RedisWatcher(Watcher):
             return self._wait(timeout)
 
     def _wait(self, timeout: float) -> bool:
+        deadline = time.monotonic() + max(timeout, 0.0)  # from now, not from the reply below
         pool = self._client.connection_pool
         conn = pool.get_connection()
         try:
@@ -70,9 +75,9 @@ class RedisWatcher(Watcher):
                 )
             )
             client_id = conn.read_response()
-            if conn.can_read(timeout=max(timeout, 0.0)):
+            if conn.can_read(timeout=max(deadline - time.monotonic(), 0.0)):
                 return conn.read_response() is not None
-            self._client.client_unblock(client_id)
+            self._link.call("CLIENT", "UNBLOCK", client_id)
             # nil after the unblock, or a token that arrived just before it
             return conn.read_response() is not None
         except BaseException:

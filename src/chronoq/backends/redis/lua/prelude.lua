@@ -41,10 +41,12 @@ local CHUNK = 500 -- elements per unpack(): Lua's C stack is limited
 local EVENTS_PER_ENTRY = 128
 
 local NOW -- set by now_ms(): every event of one script carries the same time
+local NOW_US -- the same instant in µs, for timing a wait to less than a ms
 
 local function now_ms()
   local t = redis.call('TIME')
-  NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  NOW_US = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  NOW = math.floor(NOW_US / 1000)
   return NOW
 end
 

@@ -3,12 +3,14 @@
 -- KEYS: the shard keys (see prelude).
 -- ARGV: [1] event cap, [2] count, [3] ttr_ms (0: each job's own), [4] lease prefix
 --   (random), [5] waiter token ('' when the caller will not wait)
--- Returns: {wake_in_ms, timer, then 10 values per job: id, lease, deadline, attempts,
+-- Returns: {wake_in_us, timer, then 10 values per job: id, lease, deadline, attempts,
 --   due_at, priority, max_attempts, ttr_ms, created_at, payload}. When nothing was
---   leased, wake_in_ms says when the caller should look again (-1: only when woken):
+--   leased, wake_in_us says when the caller should look again (-1: only when woken):
 --   the waiter that holds the shard's timer (timer = 1) is told the time until the
 --   next delayed job is due or lease expires; every other waiter only when that
 --   timer would lapse, as the timer holder wakes the others through the wake list.
+--   A holder that leases jobs gives the timer up (timer = 0) and wakes one other
+--   waiter to take it.
 -- Events: expire / dead for reclaimed leases, reserve for each job leased.
 local now = now_ms()
 local count, ttr_override, prefix, waiter = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
@@ -23,19 +25,27 @@ if #members == 0 then
   if d then next_at = tonumber(d) end
   if l and (not next_at or tonumber(l) < next_at) then next_at = tonumber(l) end
   if not next_at then return {-1, 0} end
-  local wake_in = math.max(next_at - now, 0)
+  local wake_in = math.max(next_at * 1000 - NOW_US, 0)
   if waiter == '' then return {wake_in, 0} end
   -- one waiter per shard times the next change, the others sleep on the wake list:
   -- no herd of consumers calling at the same due time
   local held = redis.call('GET', K_TIMER)
   if held then
     local at, who = string.match(held, '^(%d+):(.*)$')
-    if who ~= waiter and tonumber(at) <= next_at then
-      return {math.max(redis.call('PTTL', K_TIMER), 0), 0}
+    at = tonumber(at)
+    if who ~= waiter and at <= next_at and at >= now then -- a holder not yet due
+      return {math.max(redis.call('PTTL', K_TIMER), 0) * 1000, 0}
     end
   end
-  redis.call('SET', K_TIMER, next_at .. ':' .. waiter, 'PX', wake_in + TIMER_LEASE)
+  redis.call('SET', K_TIMER, next_at .. ':' .. waiter, 'PX', math.max(next_at - now, 0) + TIMER_LEASE)
   return {wake_in, 1}
+end
+if waiter ~= '' then
+  local held = redis.call('GET', K_TIMER)
+  if held and string.match(held, '^%d+:(.*)$') == waiter then
+    redis.call('DEL', K_TIMER) -- busy with jobs now: another waiter times the next one
+    wake(1)
+  end
 end
 local out, records, leased = {-1, 0}, {}, {}
 for _, member in ipairs(members) do
