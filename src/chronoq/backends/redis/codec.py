@@ -118,7 +118,9 @@ EVENT_KINDS = (
     EventKind.REQUEUE,
     EventKind.TOUCH,
 )
-EV_ATT1, EV_ATT4, EV_D4, EV_D6, EV_PRIO, EV_ERR = 1, 2, 4, 8, 16, 32
+EV_ATT, EV_DUE, EV_PRIO, EV_ULID = 16, 32, 64, 128
+_I4_ESCAPE = -(2**31)
+_HAS_ERROR = frozenset({EventKind.NACK, EventKind.DEAD, EventKind.BURY, EventKind.DELETE})
 
 
 def entry_last_seq(entry_id: bytes) -> int:
@@ -133,33 +135,37 @@ def decode_entry(topic: str, entry_id: bytes, fields: dict[bytes, bytes]) -> lis
     parsed = []
     pos, end = 0, len(blob)
     while pos < end:
-        kind, flags, idlen = blob[pos], blob[pos + 1], blob[pos + 2] + 1
-        pos += 3
-        job_id = key_id(blob[pos : pos + idlen])
-        pos += idlen
+        flags = blob[pos]
+        event = EVENT_KINDS[flags & 15]
+        assert event is not None, f"unknown event kind {flags & 15} in {entry_id!r}"
+        if flags & EV_ULID:
+            job_id = key_id(b"\x00" + blob[pos + 1 : pos + 17])
+            pos += 17
+        else:
+            idlen = blob[pos + 1] + 1
+            job_id = key_id(blob[pos + 2 : pos + 2 + idlen])
+            pos += 2 + idlen
         attempt = d = priority = 0
         error = None
-        if flags & EV_ATT1:
+        if flags & EV_ATT:
             attempt = blob[pos]
             pos += 1
-        elif flags & EV_ATT4:
-            attempt = int.from_bytes(blob[pos : pos + 4], "big")
-            pos += 4
-        if flags & EV_D4:
+            if attempt == 255:
+                attempt = int.from_bytes(blob[pos : pos + 4], "big")
+                pos += 4
+        if flags & EV_DUE:
             d = int.from_bytes(blob[pos : pos + 4], "big", signed=True)
             pos += 4
-        elif flags & EV_D6:
-            d = int.from_bytes(blob[pos : pos + 6], "big", signed=True)
-            pos += 6
+            if d == _I4_ESCAPE:
+                d = int.from_bytes(blob[pos : pos + 6], "big", signed=True)
+                pos += 6
         if flags & EV_PRIO:
             priority = int.from_bytes(blob[pos : pos + 2], "big", signed=True)
             pos += 2
-        if flags & EV_ERR:
+        if event in _HAS_ERROR:
             n = int.from_bytes(blob[pos : pos + 2], "big")
-            error = blob[pos + 2 : pos + 2 + n].decode(errors="replace")
+            error = blob[pos + 2 : pos + 2 + n].decode(errors="replace") or None
             pos += 2 + n
-        event = EVENT_KINDS[kind]
-        assert event is not None, f"unknown event kind {kind} in {entry_id!r}"
         lag = -d if event is EventKind.RESERVE else None
         parsed.append((job_id, event, attempt, ts_ms + d, priority, lag, error))
     first = entry_last_seq(entry_id) - len(parsed) + 1

@@ -38,7 +38,7 @@ local EXPIRE_BATCH = 50
 local PROMOTE_BATCH = 100 -- reserve(count) promotes up to count, at most PROMOTE_MAX
 local PROMOTE_MAX = 1000
 local CHUNK = 500 -- elements per unpack(): Lua's C stack is limited
-local EVENTS_PER_ENTRY = 128
+local EVENTS_PER_ENTRY = 1000 -- a put_many call of 200 jobs: one entry
 
 local NOW -- set by now_ms(): every event of one script carries the same time
 local NOW_US -- the same instant in µs, for timing a wait to less than a ms
@@ -106,34 +106,44 @@ local function ready_score(prio, due) return (1000 - prio) * PRIO_SPAN + (due - 
 -- up to EVENTS_PER_ENTRY to one stream entry {t = time, b = packed events}
 -- whose id is "<seq of its last event>-0", so that ids count events: MINID
 -- trims the log to about EVENT_CAP events, and a reader resumes after a seq.
--- One event: kind (B), flags (B), id length - 1 (B), id, then by flags:
--- attempt (B or >I4), due_at - t (>i4 or >i6), priority (>h), error (>I2 length, bytes).
--- A reserve event's lag is -(due_at - t): not stored.
+-- One event: a byte of kind (bits 0-3) and flags, the id (a generated one as
+-- its 16 bytes, flag EV_ULID; else length - 1 as a byte, then the id), then
+-- by the flags: attempt (B; 255 then >I4), due_at - t (>i4; -2^31 then >i6),
+-- priority (>h); nack, bury, dead and delete events end with their error
+-- (>I2 length, bytes). A reserve event's lag is -(due_at - t): not stored.
 local EVENT_KIND = {put = 1, reserve = 2, ack = 3, nack = 4, expire = 5, dead = 6, bury = 7,
                     delete = 8, reschedule = 9, requeue = 10, touch = 11}
-local EV_ATT1, EV_ATT4, EV_D4, EV_D6, EV_PRIO, EV_ERR = 1, 2, 4, 8, 16, 32
+local EVENT_HAS_ERROR = {nack = true, dead = true, bury = true, delete = true}
+local EV_ATT, EV_DUE, EV_PRIO, EV_ULID = 16, 32, 64, 128
+local I4_ESCAPE = -2147483648
 local EVENTS = {}
 
 local function emit(kind, id, j, err)
-  local flags, tail = 0, ''
+  local flags, tail = EVENT_KIND[kind], ''
   local att, d = j.att, j.due - NOW
+  if string.byte(id, 1) == 0 and #id == 17 then
+    flags, id = flags + EV_ULID, string.sub(id, 2)
+  else
+    id = struct.pack('>B', #id - 1) .. id
+  end
   if att ~= 0 then
-    if att < 256 then flags, tail = EV_ATT1, struct.pack('>B', att)
-    else flags, tail = EV_ATT4, struct.pack('>I4', att) end
+    flags = flags + EV_ATT
+    if att < 255 then tail = struct.pack('>B', att) else tail = struct.pack('>BI4', 255, att) end
   end
   if d ~= 0 then
-    if d > -2147483648 and d < 2147483647 then
-      flags, tail = flags + EV_D4, tail .. struct.pack('>i4', d)
+    flags = flags + EV_DUE
+    if d > I4_ESCAPE and d <= 2147483647 then
+      tail = tail .. struct.pack('>i4', d)
     else
-      flags, tail = flags + EV_D6, tail .. struct.pack('>i6', d)
+      tail = tail .. struct.pack('>i4i6', I4_ESCAPE, d)
     end
   end
   if j.prio ~= 0 then flags, tail = flags + EV_PRIO, tail .. struct.pack('>h', j.prio) end
-  if err and err ~= '' then
-    err = string.sub(err, 1, 65535)
-    flags, tail = flags + EV_ERR, tail .. struct.pack('>I2', #err) .. err
+  if EVENT_HAS_ERROR[kind] then
+    err = string.sub(err or '', 1, 65535)
+    tail = tail .. struct.pack('>I2', #err) .. err
   end
-  EVENTS[#EVENTS + 1] = struct.pack('>BBB', EVENT_KIND[kind], flags, #id - 1) .. id .. tail
+  EVENTS[#EVENTS + 1] = struct.pack('>B', flags) .. id .. tail
 end
 
 local function flush_events()
