@@ -34,8 +34,8 @@ local DEFAULT_TTR, DEFAULT_MAX = 30000, 5
 local MAX_WAKE_TOKENS = 64
 local TIMER_LEASE = 2000 -- ms: how late due jobs can be when the timing waiter died
 -- upkeep per call: small enough that a reserve stays well under 1 ms of server time
-local EXPIRE_BATCH = 50
-local PROMOTE_BATCH = 100 -- reserve(count) promotes up to count, at most PROMOTE_MAX
+local EXPIRE_BATCH = 25
+local PROMOTE_BATCH = 50 -- reserve(count) promotes up to count, at most PROMOTE_MAX
 local PROMOTE_MAX = 1000
 local CHUNK = 500 -- elements per unpack(): Lua's C stack is limited
 local EVENTS_PER_ENTRY = 1000 -- a put_many call of 200 jobs: one entry
