@@ -1,10 +1,13 @@
-"""put_many on Redis runs as several script calls of at most 200 jobs, sent in
-one round trip: Redis serves others between them, and the batch still behaves
-as one put_many (results in order, an id repeated later in the batch sees the
-first)."""
+"""How the Redis backend uses Redis: put_many runs as several script calls of
+at most 200 jobs, sent in one round trip, so Redis serves others between them,
+and the batch still behaves as one put_many (results in order, an id repeated
+later in the batch sees the first); each thread keeps one connection while it
+lives."""
 
 from __future__ import annotations
 
+import gc
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -48,3 +51,26 @@ def test_a_big_put_many_is_several_bounded_calls_in_one_round_trip(
     assert sorted(e.id for e in all_events(q, "t") if e.event.value == "put") == sorted(
         ["warm", *(f"j-{n}" for n in range(1000))]
     )
+
+
+def test_threads_that_end_give_their_connection_back(
+    make_server: ServerFactory,
+    open_queue: Callable[[str], chronoq.Queue],
+    raw_client: Callable[..., Any],
+) -> None:
+    server = make_server()
+    q = open_queue(server.url)
+    raw = raw_client(server)
+    for round_ in range(10):  # like a server with a thread per request: 100 threads in all
+        threads = [
+            threading.Thread(target=q.put, args=("t", n), kwargs={"id": f"{round_}-{n}"})
+            for n in range(10)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    gc.collect()
+    assert q.stats("t")["total"] == 100
+    clients = len(raw.client_list()) - 1  # without the raw client itself
+    assert clients <= 12, f"{clients} connections open after 100 threads came and went"

@@ -1,4 +1,4 @@
-"""One Redis connection per thread, kept for the life of the backend.
+"""One Redis connection per thread, kept while the thread lives.
 
 redis-py's ``Redis.execute_command`` takes a connection from the pool and
 gives it back on every call, checking its health each time; on this 2-vCPU
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from typing import Any
 
 import redis
@@ -21,24 +22,33 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 __all__ = ["Link"]
 
 
+class _Held:
+    """A thread's connection, kept in its thread-local storage: when the thread
+    ends, this is freed and the connection goes back to the pool."""
+
+    __slots__ = ("__weakref__", "conn", "pid")
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.pid = os.getpid()
+
+
 class Link:
     def __init__(self, client: redis.Redis) -> None:
         self._pool = client.connection_pool
         self._local = threading.local()
-        self._lock = threading.Lock()
-        self._taken: list[Any] = []  # every connection handed to a thread, to close
 
     def _connection(self) -> tuple[Any, bool]:
         """This thread's connection, and whether it was used before (a used one
         may have been cut by a server restart since)."""
-        local = self._local
-        conn = getattr(local, "conn", None)
-        if conn is not None and local.pid == os.getpid():
-            return conn, True
+        held = getattr(self._local, "held", None)
+        if held is not None and held.pid == os.getpid():
+            return held.conn, True
         conn = self._pool.get_connection()
-        local.conn, local.pid = conn, os.getpid()
-        with self._lock:
-            self._taken.append(conn)
+        held = self._local.held = _Held(conn)
+        # a thread pool or a server with a thread per request must not leak
+        # one connection per thread that ever ran
+        weakref.finalize(held, self._pool.release, conn)
         return conn, False
 
     def call(self, *args: Any) -> Any:
@@ -78,7 +88,7 @@ class Link:
             return exc
 
     def close(self) -> None:
-        with self._lock:
-            taken, self._taken = self._taken, []
-        for conn in taken:
-            conn.disconnect()
+        """Disconnect this thread's connection (the client's pool closes the rest)."""
+        held = getattr(self._local, "held", None)
+        if held is not None:
+            held.conn.disconnect()
