@@ -13,7 +13,7 @@
 --  10 seq      STRING  put-order counter
 --  11 evseq    STRING  how many events the shard has appended: the last event's seq
 --  12 timer    STRING  "<due ms>:<waiter>": the one waiting consumer that times the
---                      shard's next change (reserve.lua); lapses TIMER_LEASE ms after
+--                      shard's next change (reserve.lua); lapses TIMER_LEASE ms after it
 -- ARGV[1] of every script is the approximate cap of the event log (in events);
 -- the script's own arguments start at ARGV[2].
 -- Times come from the server's clock (TIME), never from the client.
