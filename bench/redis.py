@@ -122,7 +122,7 @@ class Sizes:
 class Calls:
     """Latencies in µs of one kind of call at one shard size: client side
     (perf_counter around each Queue call) and server side (the server's own
-    histogram of the phase's EVALSHA calls, see ServerStats)."""
+    histogram of the phase's FCALL calls, see ServerStats)."""
 
     op: str
     jobs: int
@@ -623,7 +623,7 @@ def time_calls(
     for op, run in phases:
         server.reset()
         client = time_phase(run, calls)
-        out.append(Calls(op, jobs, client, server.read(op if op == "ping" else "evalsha", calls)))
+        out.append(Calls(op, jobs, client, server.read(op if op == "ping" else "fcall", calls)))
     return out
 
 
@@ -641,7 +641,7 @@ def time_backlog(q: chronoq.Queue, topic: str, server: ServerStats, jobs: int) -
         began = time.perf_counter()
         q.reserve(topic)
         client = [(time.perf_counter() - began) * 1e6]
-        out.append(Calls(op, jobs, client, server.read("evalsha", 1)))
+        out.append(Calls(op, jobs, client, server.read("fcall", 1)))
         q.reserve(topic, count=BATCH, ttr=0.05)
         time.sleep(0.1)
     return out
@@ -667,7 +667,7 @@ def run_scale(q: chronoq.Queue, raw: redis.Redis, sizes: Sizes) -> dict[str, Any
                 }
             )
             fill = Calls(
-                f"put_many({BATCH:,}) fill", point, spent, server.read("evalsha", len(spent))
+                f"put_many({BATCH:,}) fill", point, spent, server.read("fcall", len(spent))
             )
             results += [*time_calls(q, raw, topic, sizes.calls, server, point), fill]
             filled = point + sizes.calls  # the delayed puts of time_calls stay

@@ -28,7 +28,7 @@ def test_a_big_put_many_is_several_bounded_calls_in_one_round_trip(
     server = make_server("--slowlog-log-slower-than", "0", "--slowlog-max-len", "10000")
     q = open_queue(server.url)
     raw = raw_client(server)
-    q.put("t", "warm", id="warm")  # the script is loaded
+    q.put("t", "warm", id="warm")  # the library is loaded
     raw.slowlog_reset()
     jobs = [Job(n, id=f"j-{n}", delay=60 if n % 2 else 0) for n in range(1000)]
     jobs.append(Job("again", id="j-3"))  # same id as an earlier job, in the last chunk
@@ -39,11 +39,11 @@ def test_a_big_put_many_is_several_bounded_calls_in_one_round_trip(
     assert not results[1000].created and results[1000].due_at == results[3].due_at
     info = q.get("t", "j-3")
     assert info is not None and info.payload == 3
-    shas = q.backend._scripts.shas  # type: ignore[attr-defined]
+    functions = q.backend._scripts.functions  # type: ignore[attr-defined]
     puts = [
         e
         for e in raw.slowlog_get(10_000)
-        if e["command"].split()[:2] == [b"EVALSHA", shas["put"].encode()]
+        if e["command"].split()[:2] == [b"FCALL", functions["put"].encode()]
     ]
     assert len(puts) == -(-1001 // PUT_CHUNK)
     stats = q.stats("t")

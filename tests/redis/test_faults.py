@@ -1,4 +1,4 @@
-"""Redis going away and coming back (DESIGN §2.2, §2.3, §4): scripts flushed,
+"""Redis going away and coming back (DESIGN §2.2, §2.3, §4): functions flushed,
 the server restarted or killed, durability of acknowledged writes with AOF.
 Every test runs its own redis-server processes, never the session one."""
 
@@ -28,27 +28,30 @@ from .conftest import ServerFactory, blocked_clients, wait_until
 AOF = ("--appendonly", "yes", "--appendfsync", "always")
 
 
-def script_shas(q: chronoq.Queue) -> dict[str, str]:
-    return dict(q.backend._scripts.shas)  # type: ignore[attr-defined]
+def library(q: chronoq.Queue) -> str:
+    return str(q.backend._scripts.library)  # type: ignore[attr-defined]
 
 
-# -- NOSCRIPT: SCRIPT FLUSH between calls ------------------------------------------------
+def loaded(raw: Any, q: chronoq.Queue) -> bool:
+    return bool(raw.function_list(library=library(q)))
 
 
-def test_script_flush_between_calls_is_transparent(
+# -- the function library flushed between calls ------------------------------------------
+
+
+def test_function_flush_between_calls_is_transparent(
     server: RedisServer, open_queue: Callable[[str], chronoq.Queue], raw_client: Any
 ) -> None:
     raw = raw_client(server)
     q = open_queue(f"{server.url}?shards=2")
-    shas = script_shas(q)
 
     def flushed() -> None:
-        raw.script_flush()
-        assert not any(raw.script_exists(*shas.values()))
+        raw.function_flush()
+        assert not loaded(raw, q)
 
     flushed()
     assert q.put("t", {"n": 1}, id="a").created
-    assert raw.script_exists(shas["put"]) == [True]  # loaded again on NOSCRIPT
+    assert loaded(raw, q)  # loaded again when the call found it missing
     flushed()
     q.put_many("t", [Job(2, id="b"), Job(3, id="c", delay=60)])
     flushed()
@@ -97,9 +100,9 @@ def test_same_queue_keeps_working_after_restart(
     server.start()
     assert server.port == port
     raw = raw_client(server)
-    assert not any(raw.script_exists(*script_shas(q).values()))  # a new process: no scripts
+    assert loaded(raw, q)  # the library is data: the AOF brought it back with the jobs
 
-    # the old pooled connection is dead: the next call reconnects and reloads scripts
+    # the old connection is dead: the next call reconnects
     q.ack(job)  # the lease taken before the restart is still the live one
     assert q.get("t", "a") is None
     info = q.get("t", "b")
@@ -108,7 +111,6 @@ def test_same_queue_keeps_working_after_restart(
     [again] = q.reserve("t", wait=1)
     assert (again.id, again.payload) == ("c", "after")
     q.ack(again)
-    assert raw.script_exists(script_shas(q)["reserve"]) == [True]
     # a consumer waiting after the restart is woken by a put, as before
     got: list[chronoq.Reservation] = []
     waiter = threading.Thread(target=lambda: got.extend(q.reserve("t", wait=10)))

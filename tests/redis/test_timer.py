@@ -49,13 +49,13 @@ class Waiters:
         assert not any(t.is_alive() for t in self.threads)
 
 
-def reserve_calls(raw: Any, shas: dict[str, str], since_ms: int, until_ms: int) -> int:
-    """How many reserve scripts the server ran in [since, until] (SLOWLOG, threshold 0)."""
+def reserve_calls(raw: Any, functions: dict[str, str], since_ms: int, until_ms: int) -> int:
+    """How many reserve calls the server ran in [since, until] (SLOWLOG, threshold 0)."""
     calls = 0
     for entry in raw.slowlog_get(100_000):
         words = entry["command"].split()
         at_ms = entry["start_time"] * 1000  # SLOWLOG has whole seconds only
-        if words[:2] == [b"EVALSHA", shas["reserve"].encode()] and (
+        if words[:2] == [b"FCALL", functions["reserve"].encode()] and (
             since_ms - 1000 <= at_ms <= until_ms
         ):
             calls += 1
@@ -83,8 +83,8 @@ def test_one_waiter_times_a_due_job(
     assert job_id == "x" and due <= at < due + 1000
     # at the due time the timer's holder reserved, then handed the timer on to
     # one other waiter: a few calls, not one per consumer
-    shas = q.backend._scripts.shas  # type: ignore[attr-defined]
-    calls = reserve_calls(raw, shas, due - 50, due + 300)
+    functions = q.backend._scripts.functions  # type: ignore[attr-defined]
+    calls = reserve_calls(raw, functions, due - 50, due + 300)
     assert calls <= 3, f"{calls} reserve calls by {consumers} waiting consumers"
     assert blocked_clients(raw) == consumers - 1
     waiters.join(10)

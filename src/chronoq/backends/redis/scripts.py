@@ -1,5 +1,8 @@
-"""Loading the Lua scripts from package data and calling them by SHA; a
-``NOSCRIPT`` reply (Redis restarted, or SCRIPT FLUSH) loads them again."""
+"""The Lua transitions as one Redis function library (``FUNCTION LOAD``),
+called with ``FCALL``: the shared prelude is defined once at load, not on every
+call (as it was with ``EVALSHA``: 11 of a ``get``'s 20 µs on the server). A
+missing library (Redis restarted without persistence, ``FUNCTION FLUSH``) is
+loaded again and the calls that found it missing are retried."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import hashlib
 from importlib.resources import files
 from typing import Any
 
-from redis.exceptions import NoScriptError
+from redis.exceptions import ResponseError
 
 from chronoq.backends.redis.link import Link
 
@@ -32,26 +35,35 @@ SCRIPT_NAMES = (
 )
 
 
-def _source(name: str) -> str:
-    """The prelude, then the script's body as a function whose events are
-    appended to the stream however it returns."""
+def _library() -> tuple[str, str]:
+    """The library's name (it carries a hash of its code, so that processes
+    running different chronoq versions do not replace each other's) and source."""
     lua = files("chronoq.backends.redis").joinpath("lua")
-    return (
-        lua.joinpath("prelude.lua").read_text()
-        + "\nlocal function body()\n"
-        + lua.joinpath(f"{name}.lua").read_text()
-        + "\nend\nlocal reply = body()\nflush_events()\nreturn reply\n"
+    code = lua.joinpath("prelude.lua").read_text() + "".join(
+        f"\nredis.register_function('@_{name}', function(keys, args)\n"
+        "  begin_call(keys, args)\n"
+        "  local reply = (function()\n"
+        f"{lua.joinpath(f'{name}.lua').read_text()}"
+        "  end)()\n"
+        "  flush_events()\n"
+        "  return reply\n"
+        "end)\n"
+        for name in SCRIPT_NAMES
     )
+    library = "chronoq_" + hashlib.sha1(code.encode()).hexdigest()[:16]
+    return library, f"#!lua name={library}\n" + code.replace("'@_", f"'{library}_")
+
+
+def _not_loaded(reply: object) -> bool:
+    return isinstance(reply, ResponseError) and "Function not found" in str(reply)
 
 
 class Scripts:
-    """The scripts of one backend instance, called by SHA, in one round trip."""
+    """The transitions of one backend instance, each called in one round trip."""
 
     def __init__(self) -> None:
-        self.sources = {name: _source(name) for name in SCRIPT_NAMES}
-        self.shas = {
-            name: hashlib.sha1(src.encode()).hexdigest() for name, src in self.sources.items()
-        }
+        self.library, self.source = _library()
+        self.functions = {name: f"{self.library}_{name}" for name in SCRIPT_NAMES}
 
     def run(
         self,
@@ -60,20 +72,21 @@ class Scripts:
         calls: list[tuple[list[str], list[Any]]],
         wait: tuple[int, int] | None = None,
     ) -> tuple[list[Any], int]:
-        """Run script ``name`` once per ``(keys, args)`` in ``calls``, in order and in
-        one round trip. With ``wait = (replicas, timeout_ms)``, then ``WAIT`` on the
-        same connection (it counts the replicas that have this connection's writes).
-        Returns the replies and how many replicas confirmed (0 without ``wait``)."""
-        sha = self.shas[name]
+        """Call function ``name`` once per ``(keys, args)`` in ``calls``, in order and
+        in one round trip. With ``wait = (replicas, timeout_ms)``, then ``WAIT`` on
+        the same connection (it counts the replicas that have this connection's
+        writes). Returns the replies and how many replicas confirmed (0 without
+        ``wait``)."""
+        function = self.functions[name]
         commands: list[tuple[Any, ...]] = [
-            ("EVALSHA", sha, len(keys), *keys, *args) for keys, args in calls
+            ("FCALL", function, len(keys), *keys, *args) for keys, args in calls
         ]
         if wait is not None:
             commands.append(("WAIT", *wait))
         replies = link.pipeline(commands, raise_on_error=False)
-        missing = [n for n, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
-        if missing:  # those did not run: load the script, run them again in order
-            link.call("SCRIPT", "LOAD", self.sources[name])
+        missing = [n for n, reply in enumerate(replies) if _not_loaded(reply)]
+        if missing:  # those did not run: load the library, run them again in order
+            link.call("FUNCTION", "LOAD", "REPLACE", self.source)
             if wait is not None:
                 missing.append(len(commands) - 1)  # WAIT again, after them
             again = link.pipeline([commands[n] for n in missing], raise_on_error=False)

@@ -1,6 +1,9 @@
--- chronoq prelude: prepended to every script at load time (Lua has no include).
+-- chronoq prelude: the shared part of the `chronoq_<hash>` function library.
+-- scripts.py builds the library: this prelude, then each transition's file as
+-- the body of one function (FCALL chronoq_<hash>_<name>); the library is
+-- loaded once (FUNCTION LOAD), so these definitions are not re-run per call.
 --
--- Every script receives the same KEYS, all under one {topic:shard} hash tag:
+-- Every function receives the same KEYS, all under one {topic:shard} hash tag:
 --   1 jobs     HASH    id -> packed job record
 --   2 delayed  ZSET    id, scored by due_at (ms)
 --   3 ready    ZSET    seq(6) id, scored by (1000 - priority) * 2^41 + (due_at - EPOCH)
@@ -14,17 +17,17 @@
 --  11 evseq    STRING  how many events the shard has appended: the last event's seq
 --  12 timer    STRING  "<due ms>:<waiter>": the one waiting consumer that times the
 --                      shard's next change (reserve.lua); lapses TIMER_LEASE ms after it
--- ARGV[1] of every script is the approximate cap of the event log (in events);
--- the script's own arguments start at ARGV[2].
+-- ARGV[1] of every function is the approximate cap of the event log (in events);
+-- its own arguments start at ARGV[2].
 -- Times come from the server's clock (TIME), never from the client.
--- The loader wraps each script's body in a function and appends the events it
--- emitted to the stream when the body returns (flush_events), whatever the path.
+-- Each function starts with begin_call and, however its body returns, appends
+-- the events the body emitted to the stream (flush_events).
 
-local K_JOBS, K_DELAYED, K_READY, K_LEASED, K_DEAD = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local K_FORGET, K_EVENTS, K_WAKE, K_PAUSED, K_SEQ = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local K_EVSEQ, K_TIMER = KEYS[11], KEYS[12]
-
-local EVENT_CAP = ARGV[1]
+-- set for each call by begin_call (the library is loaded once, called many times)
+local K_JOBS, K_DELAYED, K_READY, K_LEASED, K_DEAD
+local K_FORGET, K_EVENTS, K_WAKE, K_PAUSED, K_SEQ
+local K_EVSEQ, K_TIMER
+local ARGV, EVENT_CAP
 local PENDING, RESERVED, DEAD, REMEMBERED = 0, 2, 3, 4
 local EPOCH = 1704067200000 -- 2024-01-01: keeps ready scores below 2^53
 local PRIO_SPAN = 2199023255552 -- 2^41 ms, about 70 years
@@ -297,4 +300,13 @@ local function upkeep(now, promote)
     redis.call('ZREM', K_FORGET, unpack(forgotten))
   end
   return made
+end
+
+-- Called first by every function: this call's keys and arguments, no events yet.
+local function begin_call(keys, args)
+  K_JOBS, K_DELAYED, K_READY, K_LEASED, K_DEAD = keys[1], keys[2], keys[3], keys[4], keys[5]
+  K_FORGET, K_EVENTS, K_WAKE, K_PAUSED, K_SEQ = keys[6], keys[7], keys[8], keys[9], keys[10]
+  K_EVSEQ, K_TIMER = keys[11], keys[12]
+  ARGV, EVENT_CAP = args, args[1]
+  EVENTS, NOW, NOW_US = {}, nil, nil
 end
