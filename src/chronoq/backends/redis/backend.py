@@ -306,8 +306,7 @@ class RedisBackend(Backend):
         )
 
     def _release_timers(self, topic: str, shards: set[int], token: str) -> None:
-        for shard in shards:
-            self._run("release", topic, shard, token)
+        self._run_many("release", topic, [(shard, [token]) for shard in sorted(shards)])
 
     def ack_many(self, topic: str, leases: Sequence[tuple[str, str]]) -> list[str]:
         lost: list[str] = []

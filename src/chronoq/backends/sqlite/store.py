@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib.resources import files
+from typing import TypeVar
 
 from chronoq.errors import BackendUnavailable, InvalidInput
 
@@ -24,6 +25,7 @@ SYNCHRONOUS = frozenset({"off", "normal", "full", "extra"})
 # others sleep; short jittered retries catch the gaps between its transactions.
 RETRY_PAUSE_S = (0.0001, 0.001)
 SQLITE_BUSY, SQLITE_LOCKED = 5, 6
+T = TypeVar("T")
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:
@@ -116,14 +118,13 @@ class Store:
             hint = "the SQLite store failed"
         return BackendUnavailable(f"{self.url}: {text}: {hint}")
 
-    def _retry_busy(self, begin: Callable[[], object]) -> None:
+    def _retry_busy(self, begin: Callable[[], T]) -> T:
         """Run ``begin`` until it gets past another process's lock, or give up
-        after ``busy_timeout_s``."""
+        after ``busy_timeout_s``; its result."""
         deadline = None
         while True:
             try:
-                begin()
-                return
+                return begin()
             except sqlite3.Error as exc:
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
@@ -173,12 +174,10 @@ class Store:
         self.conn.execute("SELECT 1 FROM meta LIMIT 0").fetchall()
 
     def data_version(self) -> int:
-        versions: list[int] = []
         with self.lock:
-            self._retry_busy(
-                lambda: versions.append(int(self.conn.execute("PRAGMA data_version").fetchone()[0]))
+            return self._retry_busy(
+                lambda: int(self.conn.execute("PRAGMA data_version").fetchone()[0])
             )
-        return versions[0]
 
     def close(self) -> None:
         with self.lock:

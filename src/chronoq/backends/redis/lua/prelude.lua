@@ -271,6 +271,24 @@ local function lease_of(id, lease, now)
   return j
 end
 
+-- The shard's timer: which waiter times its next change, and for which due time.
+local function timer_holder()
+  local held = redis.call('GET', K_TIMER)
+  if not held then return nil, nil end
+  local at, who = string.match(held, '^(%d+):(.*)$')
+  return tonumber(at), who
+end
+
+-- `waiter` stops timing the shard (if it did): another waiter is woken to take over.
+-- Returns true when it held the timer.
+local function give_up_timer(waiter)
+  local _, who = timer_holder()
+  if who ~= waiter then return false end
+  redis.call('DEL', K_TIMER)
+  wake(1)
+  return true
+end
+
 -- Bounded upkeep on the reserve path: reclaim expired leases, promote due jobs,
 -- forget remembered ids whose time is over. Returns how many became ready.
 local function upkeep(now, promote)
@@ -280,25 +298,18 @@ local function upkeep(now, promote)
     made = made + expire(id, unpack_job(redis.call('HGET', K_JOBS, id)), now)
   end
   local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0,
-                             promote or PROMOTE_BATCH)
-  for first = 1, #due, CHUNK do
-    local adds, rems = {}, {}
-    for i = first, math.min(first + CHUNK - 1, #due) do
-      local id = due[i]
-      local _, at, prio, _, seq = struct.unpack(HEAD, redis.call('HGET', K_JOBS, id))
-      adds[#adds + 1] = ready_score(prio, at)
-      adds[#adds + 1] = struct.pack('>i6', seq) .. id
-      rems[#rems + 1] = id
-    end
-    redis.call('ZADD', K_READY, unpack(adds))
-    redis.call('ZREM', K_DELAYED, unpack(rems))
-    made = made + #rems
+                        promote or PROMOTE_BATCH)
+  local adds = {}
+  for _, id in ipairs(due) do
+    local _, at, prio, _, seq = struct.unpack(HEAD, redis.call('HGET', K_JOBS, id))
+    adds[#adds + 1], adds[#adds + 2] = ready_score(prio, at), struct.pack('>i6', seq) .. id
   end
+  call_chunked('ZADD', K_READY, adds)
+  call_chunked('ZREM', K_DELAYED, due)
+  made = made + #due
   local forgotten = redis.call('ZRANGEBYSCORE', K_FORGET, '-inf', now, 'LIMIT', 0, PROMOTE_BATCH)
-  if #forgotten > 0 then
-    redis.call('HDEL', K_JOBS, unpack(forgotten))
-    redis.call('ZREM', K_FORGET, unpack(forgotten))
-  end
+  call_chunked('HDEL', K_JOBS, forgotten)
+  call_chunked('ZREM', K_FORGET, forgotten)
   return made
 end
 

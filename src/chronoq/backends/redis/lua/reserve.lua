@@ -29,24 +29,14 @@ if #members == 0 then
   if waiter == '' then return {wake_in, 0} end
   -- one waiter per shard times the next change, the others sleep on the wake list:
   -- no herd of consumers calling at the same due time
-  local held = redis.call('GET', K_TIMER)
-  if held then
-    local at, who = string.match(held, '^(%d+):(.*)$')
-    at = tonumber(at)
-    if who ~= waiter and at <= next_at and at >= now then -- a holder not yet due
-      return {math.max(redis.call('PTTL', K_TIMER), 0) * 1000, 0}
-    end
+  local at, who = timer_holder()
+  if who and who ~= waiter and at <= next_at and at >= now then -- a holder not yet due
+    return {math.max(redis.call('PTTL', K_TIMER), 0) * 1000, 0}
   end
   redis.call('SET', K_TIMER, next_at .. ':' .. waiter, 'PX', math.max(next_at - now, 0) + TIMER_LEASE)
   return {wake_in, 1}
 end
-if waiter ~= '' then
-  local held = redis.call('GET', K_TIMER)
-  if held and string.match(held, '^%d+:(.*)$') == waiter then
-    redis.call('DEL', K_TIMER) -- busy with jobs now: another waiter times the next one
-    wake(1)
-  end
-end
+if waiter ~= '' then give_up_timer(waiter) end -- busy with jobs: another waiter times the next
 local out, records, leased = {-1, 0}, {}, {}
 for _, member in ipairs(members) do
   local id = string.sub(member, 7)
