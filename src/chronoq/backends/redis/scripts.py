@@ -7,6 +7,7 @@ loaded again and the calls that found it missing are retried."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Iterator
 from importlib.resources import files
 from typing import Any
 
@@ -69,21 +70,26 @@ class Scripts:
         self,
         link: Link,
         name: str,
-        calls: list[tuple[list[str], list[Any]]],
+        calls: Iterable[tuple[list[str], list[Any]]],
         wait: tuple[int, int] | None = None,
     ) -> tuple[list[Any], int]:
         """Call function ``name`` once per ``(keys, args)`` in ``calls``, in order and
-        in one round trip. With ``wait = (replicas, timeout_ms)``, then ``WAIT`` on
-        the same connection (it counts the replicas that have this connection's
-        writes). Returns the replies and how many replicas confirmed (0 without
-        ``wait``)."""
+        in one round trip (each call is sent as soon as ``calls`` yields it). With
+        ``wait = (replicas, timeout_ms)``, then ``WAIT`` on the same connection (it
+        counts the replicas that have this connection's writes). Returns the
+        replies and how many replicas confirmed (0 without ``wait``)."""
         function = self.functions[name]
-        commands: list[tuple[Any, ...]] = [
-            ("FCALL", function, len(keys), *keys, *args) for keys, args in calls
-        ]
-        if wait is not None:
-            commands.append(("WAIT", *wait))
-        replies = link.pipeline(commands, raise_on_error=False)
+        commands: list[tuple[Any, ...]] = []
+
+        def sent() -> Iterator[tuple[Any, ...]]:
+            for keys, args in calls:
+                commands.append(("FCALL", function, len(keys), *keys, *args))
+                yield commands[-1]
+            if wait is not None:
+                commands.append(("WAIT", *wait))
+                yield commands[-1]
+
+        replies = link.pipeline(sent(), raise_on_error=False)
         missing = [n for n, reply in enumerate(replies) if _not_loaded(reply)]
         if missing:  # those did not run: load the library, run them again in order
             link.call("FUNCTION", "LOAD", "REPLACE", self.source)

@@ -4,11 +4,14 @@
 -- Returns: the ids whose lease was lost (expired, reserved again, or gone).
 -- Events: ack, for each job acked.
 local now = now_ms()
-local lost, gone, seen = {}, {}, {}
-for b = 2, #ARGV, 2 do
-  local id = ARGV[b]
-  local j = lease_of(id, ARGV[b + 1], now)
-  if j and not seen[id] then -- the same lease twice in one call: the second is lost
+local lost, gone, seen, ids = {}, {}, {}, {}
+for b = 2, #ARGV, 2 do ids[#ids + 1] = ARGV[b] end
+local raws = jobs_raw(ids)
+for i, id in ipairs(ids) do
+  local raw = raws[i]
+  local j = raw and unpack_job(raw)
+  -- the same lease twice in one call: the second is lost
+  if j and j.state == RESERVED and j.lease == ARGV[2 * i + 1] and j.at > now and not seen[id] then
     seen[id] = true
     if j.uf > 0 then
       remove(id, j, now) -- remembered for unique_for: its own writes
@@ -21,5 +24,5 @@ for b = 2, #ARGV, 2 do
   end
 end
 call_chunked('ZREM', K_LEASED, gone)
-call_chunked('HDEL', K_JOBS, gone)
+jobs_del(gone)
 return lost

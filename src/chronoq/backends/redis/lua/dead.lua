@@ -9,6 +9,6 @@ if made > 0 then wake(made) end
 local out = {now}
 for _, id in ipairs(redis.call('ZRANGE', K_DEAD, 0, tonumber(ARGV[2]) - 1)) do
   out[#out + 1] = id
-  out[#out + 1] = redis.call('HGET', K_JOBS, id)
+  out[#out + 1] = job_raw(id)
 end
 return out

@@ -3,6 +3,6 @@
 -- ARGV: [1] event cap, [2] id
 -- Returns: {now, record} or false when there is no such job.
 -- Events: none.
-local raw = redis.call('HGET', K_JOBS, ARGV[2])
+local raw = job_raw(ARGV[2])
 if not raw then return false end
 return {now_ms(), raw}

@@ -14,7 +14,7 @@ repeat -- HSCAN may return an empty page of a sparse hash: follow the cursor
     local id = page[2][i]
     local j = unpack_job(page[2][i + 1])
     unindex(id, j)
-    redis.call('HDEL', K_JOBS, id)
+    jobs_del({id})
     if j.state ~= REMEMBERED then
       emit('delete', id, j, 'purged')
       deleted = deleted + 1

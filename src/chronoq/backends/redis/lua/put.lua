@@ -1,8 +1,9 @@
 -- put: create jobs, deduplicated on id (DESIGN §1 "put").
 -- KEYS: the shard keys (see prelude).
 -- ARGV: [1] event cap, [2] replace (1/0), then one value per job: a packed
---   '>Bi8i8hI4I4i8I2' head (generated 1/0, delay_ms, run_at_ms or -1, priority, ttr_ms,
---   max_attempts, unique_for_ms, id length), then the id, then the payload.
+--   '>Bi8i8hBI2' head (generated 1/0, delay_ms, run_at_ms or -1, priority, flags,
+--   id length), the id, then the rest of the record as the client packed it:
+--   the optional fields that `flags` names (F_TTR, F_MAX, F_UF), then the payload.
 --   A generated id (a fresh ULID) cannot exist yet: its lookup is skipped.
 -- Returns: 2 values per job: created (1/0), due_at (ms; the existing job's when not created).
 -- Events: put, for each job created.
@@ -16,15 +17,15 @@ local first_delayed = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')[2]
 local records, delayed, readies, batch = {}, {}, {}, {}
 
 local function write_batch()
-  call_chunked('HSET', K_JOBS, records)
-  call_chunked('ZADD', K_DELAYED, delayed)
-  call_chunked('ZADD', K_READY, readies)
+  jobs_put(records)
+  zadd_many(K_DELAYED, delayed)
+  zadd_many(K_READY, readies)
   records, delayed, readies, batch = {}, {}, {}, {}
 end
 
 for n = 3, #ARGV do
   local arg = ARGV[n]
-  local generated, delay, run_at, prio, ttr, max, uf, idlen, pos = struct.unpack('>Bi8i8hI4I4i8I2', arg)
+  local generated, delay, run_at, prio, flags, idlen, pos = struct.unpack('>Bi8i8hBI2', arg)
   local id = string.sub(arg, pos, pos + idlen - 1)
   local prior = nil
   if generated == 0 then
@@ -38,19 +39,18 @@ for n = 3, #ARGV do
     local due = now + delay
     if run_at >= 0 then due = math.max(run_at, now) end
     seq = seq + 1
-    local j = {state = PENDING, due = due, prio = prio, ttr = ttr, max = max, att = 0,
-               created = now, uf = uf, seq = seq, at = due, lease = '', err = '',
-               payload = string.sub(arg, pos + idlen)}
-    records[#records + 1], records[#records + 2] = id, pack_job(j)
+    local r = #records
+    records[r + 1], records[r + 2] = id,
+      struct.pack('>Bi6hi6i6c0', PENDING * 32 + flags, due, prio, now, seq, string.sub(arg, pos + idlen))
     batch[id] = true
     if due > now then
       delayed[#delayed + 1], delayed[#delayed + 2] = due, id
       if not earliest or due < earliest then earliest = due end
     else
-      readies[#readies + 1], readies[#readies + 2] = ready_score(prio, due), ready_member(j, id)
+      readies[#readies + 1], readies[#readies + 2] = ready_score(prio, due), struct.pack('>i6c0', seq, id)
       ready = ready + 1
     end
-    emit('put', id, j)
+    emit_put(id, due, prio)
     out[#out + 1], out[#out + 2] = 1, due
   end
 end

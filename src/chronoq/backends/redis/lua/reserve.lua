@@ -1,10 +1,10 @@
 -- reserve: reclaim expired leases, promote due jobs, lease the best `count` ready jobs
 -- (priority, then due time, then put order). DESIGN §1 "reserve", §6.
 -- KEYS: the shard keys (see prelude).
--- ARGV: [1] event cap, [2] count, [3] ttr_ms (0: each job's own), [4] lease prefix
---   (random), [5] waiter token ('' when the caller will not wait)
--- Returns: {wake_in_us, timer, then 10 values per job: id, lease, deadline, attempts,
---   due_at, priority, max_attempts, ttr_ms, created_at, payload}. When nothing was
+-- ARGV: [1] event cap, [2] count, [3] ttr_ms (0: each job's own), [4] lease token
+--   (random, fresh for each call), [5] waiter token ('' when the caller will not wait)
+-- Returns: {wake_in_us, timer, lease token, then 9 values per job: id, deadline,
+--   attempts, due_at, priority, max_attempts, ttr_ms, created_at, payload}. When nothing was
 --   leased, wake_in_us says when the caller should look again (-1: only when woken):
 --   the waiter that holds the shard's timer (timer = 1) is told the time until the
 --   next delayed job is due or lease expires; every other waiter only when that
@@ -13,7 +13,7 @@
 --   waiter to take it.
 -- Events: expire / dead for reclaimed leases, reserve for each job leased.
 local now = now_ms()
-local count, ttr_override, prefix, waiter = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local count, ttr_override, lease, waiter = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
 upkeep(now, math.min(math.max(count, PROMOTE_BATCH), PROMOTE_MAX))
 if redis.call('EXISTS', K_PAUSED) == 1 then return {-1, 0} end
 local members = redis.call('ZRANGE', K_READY, 0, count - 1)
@@ -37,23 +37,24 @@ if #members == 0 then
   return {wake_in, 1}
 end
 if waiter ~= '' then give_up_timer(waiter) end -- busy with jobs: another waiter times the next
-local out, records, leased = {-1, 0}, {}, {}
-for _, member in ipairs(members) do
-  local id = string.sub(member, 7)
-  local j = unpack_job(redis.call('HGET', K_JOBS, id))
+-- one lease token for this call: each (id, token) pair is one reservation
+local out, records, leased, ids = {-1, 0, lease}, {}, {}, {}
+for i, member in ipairs(members) do ids[i] = string.sub(member, 7) end
+local raws = jobs_raw(ids)
+for i, id in ipairs(ids) do
+  local j = unpack_job(raws[i])
   local ttr = ttr_override > 0 and ttr_override or j.ttr
   j.att = j.att + 1
-  j.state, j.lease, j.at = RESERVED, prefix .. string.format('%04x', (#out - 2) / 10), now + ttr
-  records[#records + 1], records[#records + 2] = id, pack_job(j)
-  leased[#leased + 1], leased[#leased + 2] = j.at, id
+  j.state, j.lease, j.at = RESERVED, lease, now + ttr
+  records[2 * i - 1], records[2 * i] = id, pack_job(j)
+  leased[2 * i - 1], leased[2 * i] = j.at, id
   emit('reserve', id, j)
   local n = #out
-  out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5] = id, j.lease, j.at, j.att, j.due
-  out[n + 6], out[n + 7], out[n + 8], out[n + 9], out[n + 10] =
-    j.prio, j.max, ttr, j.created, j.payload
+  out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5] = id, j.at, j.att, j.due, j.prio
+  out[n + 6], out[n + 7], out[n + 8], out[n + 9] = j.max, ttr, j.created, j.payload
 end
-call_chunked('HSET', K_JOBS, records)
-call_chunked('ZADD', K_LEASED, leased)
+jobs_put(records)
+zadd_many(K_LEASED, leased)
 call_chunked('ZREM', K_READY, members)
 -- more is ready: pass the baton to one more waiting consumer
 if redis.call('ZCARD', K_READY) > 0 then wake(1) end

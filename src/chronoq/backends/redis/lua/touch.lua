@@ -10,7 +10,7 @@ if not j then return false end
 local ttr = tonumber(ARGV[4])
 if ttr <= 0 then ttr = j.ttr end
 j.at = now + ttr
-redis.call('HSET', K_JOBS, id, pack_job(j))
+job_put(id, pack_job(j))
 redis.call('ZADD', K_LEASED, j.at, id)
 emit('touch', id, j)
 return j.at
