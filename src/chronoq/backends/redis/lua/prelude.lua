@@ -41,7 +41,11 @@ local EXPIRE_BATCH = 25
 local PROMOTE_BATCH = 50 -- reserve(count) promotes up to count, at most PROMOTE_MAX
 local PROMOTE_MAX = 1000
 local CHUNK = 500 -- elements per unpack(): Lua's C stack is limited
-local EVENTS_PER_ENTRY = 1000 -- a put_many call of 200 jobs: one entry
+-- Bytes of events per stream entry: an entry then fills one 4 KiB listpack node
+-- (stream-node-max-bytes, 4096 by default, is also what Redis preallocates for
+-- a node) with room for the entry's own fields; a bigger entry spills into the
+-- next allocator size class (5 KiB): 28 instead of 22 bytes per put event.
+local ENTRY_BYTES = 3968
 
 local NOW -- set by now_ms(): every event of one script carries the same time
 local NOW_US -- the same instant in µs, for timing a wait to less than a ms
@@ -128,7 +132,7 @@ local function ready_member(j, id) return seq_bytes(j) .. id end
 local function ready_score(prio, due) return (1000 - prio) * PRIO_SPAN + (due - EPOCH) end
 
 -- Events are packed, collected while the script runs, and appended at its end:
--- up to EVENTS_PER_ENTRY to one stream entry {t = time, b = packed events}
+-- up to ENTRY_BYTES of them to one stream entry {t = time, b = packed events}
 -- whose id is "<seq of its last event>-0", so that ids count events: MINID
 -- trims the log to about EVENT_CAP events, and a reader resumes after a seq.
 -- One event: a byte of kind (bits 0-3) and flags, the id (a generated one as
@@ -198,11 +202,12 @@ local function flush_events()
   local last = redis.call('INCRBY', K_EVSEQ, n)
   local seq = last - n
   local keep_from = math.max(last - EVENT_CAP, 0)
-  for first = 1, n, EVENTS_PER_ENTRY do
-    local upto = math.min(first + EVENTS_PER_ENTRY - 1, n)
+  -- events[first..upto] as one entry
+  local function append(first, upto)
     seq = seq + upto - first + 1
+    local blob = table.concat(EVENTS, '', first, upto)
     local ok = redis.pcall('XADD', K_EVENTS, 'MINID', '~', keep_from, seq .. '-0',
-                           't', NOW, 'b', table.concat(EVENTS, '', first, upto))
+                           't', NOW, 'b', blob)
     if type(ok) == 'table' and ok.err then
       -- the counter is behind the stream (deleted or restored on its own):
       -- number the events still to append after the stream's last entry
@@ -211,10 +216,19 @@ local function flush_events()
       local top_seq = tonumber(string.match(top[1], '^(%d+)'))
       redis.call('SET', K_EVSEQ, top_seq + n - first + 1)
       seq = top_seq + upto - first + 1
-      redis.call('XADD', K_EVENTS, 'MINID', '~', keep_from, seq .. '-0',
-                 't', NOW, 'b', table.concat(EVENTS, '', first, upto))
+      redis.call('XADD', K_EVENTS, 'MINID', '~', keep_from, seq .. '-0', 't', NOW, 'b', blob)
     end
   end
+  local first, size = 1, 0
+  for i = 1, n do
+    local len = #EVENTS[i]
+    if i > first and size + len > ENTRY_BYTES then
+      append(first, i - 1)
+      first, size = i, 0
+    end
+    size = size + len
+  end
+  append(first, n)
   EVENTS = {}
 end
 
@@ -245,18 +259,23 @@ local function zadd_many(key, list)
     call_chunked('ZADD', key, list)
     return
   end
+  if redis.call('OBJECT', 'ENCODING', key) == 'skiplist' then -- the common case: one read
+    call_chunked('ZADD', key, list)
+    return
+  end
   redis.call('ZADD', key, 0, SKIPLIST_MEMBER)
   call_chunked('ZADD', key, list)
   redis.call('ZREM', key, SKIPLIST_MEMBER)
 end
 
+-- Up to n more tokens on the wake list, which holds at most MAX_WAKE_TOKENS
+-- (a read first: a write command costs a script ~2 µs more than a read).
 local function wake(n)
+  n = math.min(n, MAX_WAKE_TOKENS - redis.call('LLEN', K_WAKE))
   if n <= 0 then return end
-  if n > MAX_WAKE_TOKENS then n = MAX_WAKE_TOKENS end
   local tokens = {}
   for i = 1, n do tokens[i] = '1' end
   redis.call('RPUSH', K_WAKE, unpack(tokens))
-  redis.call('LTRIM', K_WAKE, -MAX_WAKE_TOKENS, -1)
 end
 
 -- A pending job goes in delayed or ready by its due time.
