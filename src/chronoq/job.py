@@ -41,6 +41,7 @@ MAX_DURATION_S = 10 * 365 * 24 * 3600  # ten years: beyond that it is a unit mis
 _TOPIC_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 _ID_RE = re.compile(r"[!-~]{1,256}")  # printable ASCII, no whitespace
 _BYTES_TAG = b"\x00"  # JSON text never starts with NUL, so one byte tells bytes apart
+_BINARY = (bytes, bytearray, memoryview)
 
 
 def _json_encoder() -> Callable[[Any], str]:
@@ -224,9 +225,8 @@ def run_at_ms(value: object) -> int:
 
 def encode_payload(payload: Any, max_bytes: int = DEFAULT_MAX_PAYLOAD) -> bytes:
     """A JSON value becomes its compact UTF-8 text; bytes are kept as they are."""
-    if isinstance(payload, bytes | bytearray | memoryview):
-        data = _BYTES_TAG + bytes(payload)
-    else:
+    # a dict, the usual payload, skips the isinstance test (slow for a union)
+    if type(payload) is dict or not isinstance(payload, _BINARY):
         try:
             data = _to_json(payload).encode()
         except (TypeError, ValueError) as exc:
@@ -234,7 +234,10 @@ def encode_payload(payload: Any, max_bytes: int = DEFAULT_MAX_PAYLOAD) -> bytes:
                 f"payload is not JSON-serializable ({exc}): pass a JSON value "
                 "(dict, list, str, int, float, bool, None) or bytes"
             ) from None
-    size = len(data) - (data[:1] == _BYTES_TAG)
+        size = len(data)  # JSON text never starts with the tag
+    else:
+        data = _BYTES_TAG + bytes(payload)
+        size = len(data) - 1
     if size > max_bytes:
         raise InvalidInput(
             f"payload is {size} bytes, over the limit of {max_bytes}: store large "
@@ -255,24 +258,46 @@ def _check_int(value: object, name: str, low: int, high: int) -> int:
     raise InvalidInput(f"{name} must be an integer from {low} to {high}, got {value!r}")
 
 
+# Job's defaults: a job that keeps one (the usual case) skips its check. They
+# are told by identity, so False for 0 or 5.0 for 5 still meet the checks, and
+# an equal value given explicitly is checked as before, with the same result.
+_DEFAULT = Job()
+_TTR_MS = duration_ms(_DEFAULT.ttr, "ttr", minimum_ms=1)
+_UNIQUE_FOR_MS = duration_ms(_DEFAULT.unique_for, "unique_for")
+# NewJob(...) with keywords costs as much as all the checks; the plain tuple
+# constructor makes the same value.
+_new_job = tuple.__new__
+
+
 def prepare_job(job: Job, max_payload: int, index: int | None = None) -> NewJob:
     """Validate ``job`` and encode it for a backend; raises ``InvalidJob``."""
     try:
         if not isinstance(job, Job):
             raise InvalidInput(f"expected a chronoq.Job, got {type(job).__name__}")
-        if job.delay is not None and job.run_at is not None:
+        job_id, delay, run_at = job.id, job.delay, job.run_at
+        if delay is not None and run_at is not None:
             raise InvalidInput("give delay or run_at, not both")
-        return NewJob(
-            id=new_id() if job.id is None else validate_id(job.id),
-            generated=job.id is None,
-            payload=encode_payload(job.payload, max_payload),
-            delay_ms=0 if job.delay is None else duration_ms(job.delay, "delay"),
-            run_at_ms=None if job.run_at is None else run_at_ms(job.run_at),
-            priority=_check_int(job.priority, "priority", -MAX_PRIORITY, MAX_PRIORITY),
-            ttr_ms=duration_ms(job.ttr, "ttr", minimum_ms=1),
-            max_attempts=_check_int(job.max_attempts, "max_attempts", 1, 1_000_000),
-            unique_for_ms=duration_ms(job.unique_for, "unique_for"),
-        )
+        # in the order of NewJob's fields, which is the order of the checks
+        new = new_id() if job_id is None else validate_id(job_id)
+        payload = encode_payload(job.payload, max_payload)
+        delay_ms = 0 if delay is None else duration_ms(delay, "delay")
+        at_ms = None if run_at is None else run_at_ms(run_at)
+        default = _DEFAULT
+        priority = job.priority
+        if priority is not default.priority:
+            priority = _check_int(priority, "priority", -MAX_PRIORITY, MAX_PRIORITY)
+        ttr = job.ttr
+        ttr_ms = _TTR_MS if ttr is default.ttr else duration_ms(ttr, "ttr", minimum_ms=1)
+        attempts = job.max_attempts
+        if attempts is not default.max_attempts:
+            attempts = _check_int(attempts, "max_attempts", 1, 1_000_000)
+        unique_for = job.unique_for
+        unique_ms = _UNIQUE_FOR_MS
+        if unique_for is not default.unique_for:
+            unique_ms = duration_ms(unique_for, "unique_for")
+        generated = job_id is None
+        fields = (new, payload, delay_ms, at_ms, priority, ttr_ms, attempts, unique_ms, generated)
+        return _new_job(NewJob, fields)
     except InvalidJob:
         raise
     except InvalidInput as exc:

@@ -3,7 +3,6 @@ conversion to chronoq values."""
 
 from __future__ import annotations
 
-import re
 import struct
 from typing import Any
 
@@ -16,21 +15,28 @@ __all__ = ["decode_entry", "entry_last_seq", "id_key", "info_from_record", "key_
 PENDING, RESERVED, DEAD, REMEMBERED = 0, 2, 3, 4
 _HEAD = struct.Struct(">B6sh6s6s")  # state * 32 + flags, due_at, priority, created_at, seq
 F_TTR, F_MAX, F_ATT, F_UF, F_ERR = 1, 2, 4, 8, 16
-_ULID = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
-_TO_BASE32 = str.maketrans("ABCDEFGHJKMNPQRSTVWXYZ", "abcdefghijklmnopqrstuv")
+# A canonical ULID's digits to the ones int(..., 32) reads; every other byte is
+# deleted, so the text is a canonical ULID when 26 digits are left and the
+# first is 0-7 (bytes.translate: one pass in C, where a regex took as long).
+_CROCKFORD = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_TO_BASE32 = bytes.maketrans(_CROCKFORD, b"0123456789abcdefghijklmnopqrstuv")
+_NOT_CROCKFORD = bytes(b for b in range(256) if b not in _CROCKFORD)
 
 
 def id_key(job_id: str) -> bytes:
     """The id as stored: a canonical ULID in 17 bytes (NUL, then its 128 bits),
     any other id as its ASCII text (printable, so never starting with NUL)."""
-    if len(job_id) == 26 and _ULID.fullmatch(job_id):
-        return b"\x00" + int(job_id.translate(_TO_BASE32), 32).to_bytes(16, "big")
-    return job_id.encode()
+    text = job_id.encode()
+    if len(text) == 26:  # a non-ASCII character takes 2 bytes or more, then fails below
+        digits = text.translate(_TO_BASE32, _NOT_CROCKFORD)
+        if len(digits) == 26 and text[0] <= 0x37:  # [0-7]: the value fits in 128 bits
+            return int(digits, 32).to_bytes(17, "big")
+    return text
 
 
 def key_id(key: bytes) -> str:
     if key[:1] == b"\x00":
-        return encode_ulid(int.from_bytes(key[1:], "big"))
+        return encode_ulid(int.from_bytes(key, "big"))  # the NUL adds nothing to the value
     return key.decode()
 
 
