@@ -74,3 +74,39 @@ def test_threads_that_end_give_their_connection_back(
     assert q.stats("t")["total"] == 100
     clients = len(raw.client_list()) - 1  # without the raw client itself
     assert clients <= 12, f"{clients} connections open after 100 threads came and went"
+
+
+def test_a_reservation_reads_the_leased_record_like_get_does(
+    make_server: ServerFactory, open_queue: Callable[[str], chronoq.Queue]
+) -> None:
+    """reserve returns each job's leased record and the client reads it on a
+    fast path (every field at its default) or the general one: both agree with get."""
+    q = open_queue(make_server().url)
+    q.put("t", {"plain": 1}, id="plain")
+    q.put("t", b"\x00raw", ttr=7, max_attempts=9, priority=-3, unique_for=60)
+    q.put("t", [1, 2], id="failed", max_attempts=3)
+    first = q.reserve("t", 3)
+    failed = next(r for r in first if r.id == "failed")
+    q.nack(failed, delay=0, error="boom " * 10)  # the record now carries an error
+    for r in first:
+        if r.id != "failed":
+            q.nack(r, delay=0)
+    jobs = q.reserve("t", 3, ttr=2.5)
+    assert sorted(r.id for r in jobs) == sorted(r.id for r in first)
+    for r in jobs:
+        info = q.get("t", r.id)
+        assert info is not None
+        assert r.lease == jobs[0].lease  # one token per reserve call
+        assert (r.payload, r.attempts, r.deadline, r.due_at) == (
+            info.payload,
+            info.attempts,
+            info.deadline,
+            info.due_at,
+        )
+        assert (r.priority, r.max_attempts, r.created_at) == (
+            info.priority,
+            info.max_attempts,
+            info.created_at,
+        )
+        assert r.attempts == 2 and r.ttr == 2.5
+    assert q.ack_many(jobs) == []

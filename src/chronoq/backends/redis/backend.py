@@ -22,6 +22,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from chronoq.backends import StoreURL
 from chronoq.backends.base import Backend, ReserveResult, Watcher
 from chronoq.backends.redis.codec import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_TTR_MS,
     F_MAX,
     F_TTR,
     F_UF,
@@ -29,6 +31,7 @@ from chronoq.backends.redis.codec import (
     id_key,
     info_from_record,
     key_id,
+    leased_fields,
 )
 from chronoq.backends.redis.keys import shard_keys, shard_of, topics_key
 from chronoq.backends.redis.link import Link
@@ -51,7 +54,6 @@ _PURGE_BATCH = 1000
 _PUT_CHUNK = 200
 _PUT_HEAD = struct.Struct(">BqqhBH")  # see lua/put.lua
 _U32 = struct.Struct(">I")
-_DEFAULT_TTR_MS, _DEFAULT_MAX_ATTEMPTS = 30_000, 5  # a record omits them (lua/prelude.lua)
 _READ_ONLY = frozenset({"get"})  # every other script may write: WAIT after it
 # query options redis-py's from_url understands: passed on to it
 _DRIVER_OPTIONS = frozenset(URL_QUERY_ARGUMENT_PARSERS) | {
@@ -236,9 +238,9 @@ class RedisBackend(Backend):
         script adds the head (due time, creation time, seq: the server's)."""
         key = id_key(job.id)
         flags, rest = 0, b""
-        if job.ttr_ms != _DEFAULT_TTR_MS:
+        if job.ttr_ms != DEFAULT_TTR_MS:
             flags, rest = F_TTR, _U32.pack(job.ttr_ms)
-        if job.max_attempts != _DEFAULT_MAX_ATTEMPTS:
+        if job.max_attempts != DEFAULT_MAX_ATTEMPTS:
             flags, rest = flags | F_MAX, rest + _U32.pack(job.max_attempts)
         if job.unique_for_ms:
             flags, rest = flags | F_UF, rest + job.unique_for_ms.to_bytes(6, "big")
@@ -282,30 +284,38 @@ class RedisBackend(Backend):
                     timers.add(shard)
                 else:
                     timers.discard(shard)
-            jobs += self._reservations(topic, reply)
+            jobs += self._reservations(topic, reply, ttr_ms)
             if len(jobs) >= count:
                 break
         return ReserveResult(jobs, None if jobs else wake)
 
     @staticmethod
-    def _reservations(topic: str, reply: list[Any]) -> list[Reservation]:
-        lease = reply[2].decode() if len(reply) > 3 else ""
-        return [
-            Reservation(
-                topic,
-                key_id(reply[b]),
-                decode_payload(reply[b + 8]),
-                reply[b + 2],
-                lease,
-                reply[b + 1],
-                reply[b + 3],
-                reply[b + 4],
-                reply[b + 5],
-                reply[b + 6] / 1000,
-                reply[b + 7],
+    def _reservations(topic: str, reply: list[Any], ttr_ms: int | None) -> list[Reservation]:
+        """The jobs of a reserve reply: its lease token, then id and record pairs."""
+        if len(reply) < 5:
+            return []
+        lease = reply[2].decode()
+        out = []
+        for b in range(3, len(reply), 2):
+            attempts, deadline, due_at, priority, max_attempts, ttr, created, payload = (
+                leased_fields(reply[b + 1])
             )
-            for b in range(3, len(reply), 9)
-        ]
+            out.append(
+                Reservation(
+                    topic,
+                    key_id(reply[b]),
+                    decode_payload(payload),
+                    attempts,
+                    lease,
+                    deadline,
+                    due_at,
+                    priority,
+                    max_attempts,
+                    (ttr_ms or ttr) / 1000,
+                    created,
+                )
+            )
+        return out
 
     def watch(self, topic: str) -> Watcher:
         return RedisWatcher(

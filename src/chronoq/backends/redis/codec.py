@@ -10,11 +10,22 @@ from chronoq.ids import encode as encode_ulid
 from chronoq.job import Event, JobInfo, decode_payload
 from chronoq.states import EventKind, State, lease_expired_error, observed_state
 
-__all__ = ["decode_entry", "entry_last_seq", "id_key", "info_from_record", "key_id"]
+__all__ = [
+    "decode_entry",
+    "entry_last_seq",
+    "id_key",
+    "info_from_record",
+    "key_id",
+    "leased_fields",
+]
 
 PENDING, RESERVED, DEAD, REMEMBERED = 0, 2, 3, 4
 _HEAD = struct.Struct(">B6sh6s6s")  # state * 32 + flags, due_at, priority, created_at, seq
 F_TTR, F_MAX, F_ATT, F_UF, F_ERR = 1, 2, 4, 8, 16
+DEFAULT_TTR_MS, DEFAULT_MAX_ATTEMPTS = 30_000, 5  # a record leaves them out
+# A 6-byte big-endian int read as a signed 2-byte high part and a 4-byte low part.
+_LEASED_HEAD = struct.Struct(">BhIhhI6x")  # state * 32 + flags, due_at, priority, created_at
+_LEASED_TAIL = struct.Struct(">IhIB")  # attempts, deadline, lease length: flags = F_ATT only
 # A canonical ULID's digits to the ones int(..., 32) reads; every other byte is
 # deleted, so the text is a canonical ULID when 26 digits are left and the
 # first is 0-7 (bytes.translate: one pass in C, where a regex took as long).
@@ -53,8 +64,8 @@ def _record(raw: bytes) -> dict[str, Any]:
         "due": _i6(due),
         "priority": priority,
         "created": _i6(created),
-        "ttr": 30_000,
-        "max": 5,
+        "ttr": DEFAULT_TTR_MS,
+        "max": DEFAULT_MAX_ATTEMPTS,
         "attempts": 0,
         "unique_for": 0,
         "error": b"",
@@ -77,6 +88,35 @@ def _record(raw: bytes) -> dict[str, Any]:
         pos += 2 + length
     r["payload"] = raw[pos:]
     return r
+
+
+def leased_fields(raw: bytes) -> tuple[int, int, int, int, int, int, int, bytes]:
+    """A reserved record's attempts, deadline, due_at, priority, max_attempts,
+    ttr (ms), created_at and payload: as reserve returns it, on its hot path."""
+    state_flags, due_hi, due_lo, priority, created_hi, created_lo = _LEASED_HEAD.unpack_from(raw)
+    if state_flags == RESERVED * 32 + F_ATT:  # no other field differs from its default
+        attempts, at_hi, at_lo, lease_length = _LEASED_TAIL.unpack_from(raw, _HEAD.size)
+        return (
+            attempts,
+            (at_hi << 32) + at_lo,
+            (due_hi << 32) + due_lo,
+            priority,
+            DEFAULT_MAX_ATTEMPTS,
+            DEFAULT_TTR_MS,
+            (created_hi << 32) + created_lo,
+            raw[_HEAD.size + _LEASED_TAIL.size + lease_length :],
+        )
+    r = _record(raw)
+    return (
+        r["attempts"],
+        r["at"],
+        r["due"],
+        r["priority"],
+        r["max"],
+        r["ttr"],
+        r["created"],
+        r["payload"],
+    )
 
 
 def info_from_record(topic: str, job_id: str, raw: bytes, now: int) -> JobInfo | None:

@@ -8,17 +8,17 @@ local lost, gone, seen, ids = {}, {}, {}, {}
 for b = 2, #ARGV, 2 do ids[#ids + 1] = ARGV[b] end
 local raws = jobs_raw(ids)
 for i, id in ipairs(ids) do
-  local raw = raws[i]
-  local j = raw and unpack_job(raw)
+  local raw, at, lease, att, due, prio, uf = raws[i], nil, nil, nil, nil, nil, nil
+  if raw then at, lease, att, due, prio, uf = lease_view(raw) end
   -- the same lease twice in one call: the second is lost
-  if j and j.state == RESERVED and j.lease == ARGV[2 * i + 1] and j.at > now and not seen[id] then
+  if at and at > now and lease == ARGV[2 * i + 1] and not seen[id] then
     seen[id] = true
-    if j.uf > 0 then
-      remove(id, j, now) -- remembered for unique_for: its own writes
+    if uf > 0 then
+      remove(id, unpack_job(raw), now) -- remembered for unique_for: its own writes
     else
       gone[#gone + 1] = id
     end
-    emit('ack', id, j)
+    emit_event('ack', id, att, due, prio)
   else
     lost[#lost + 1] = id
   end

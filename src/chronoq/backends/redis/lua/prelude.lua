@@ -85,6 +85,37 @@ local function unpack_job(raw)
   return j
 end
 
+-- A ready (pending) record leased: state RESERVED, attempts + 1, then its lease
+-- deadline and token, spliced in without unpacking the rest (reserve's hot path).
+-- Returns the new record and its attempt.
+local function lease_record(raw, at, lease)
+  local flags = string.byte(raw, 1) % 32
+  local pos = 22 -- after the head
+  if bit.band(flags, F_TTR) ~= 0 then pos = pos + 4 end
+  if bit.band(flags, F_MAX) ~= 0 then pos = pos + 4 end
+  local att, rest = 1, pos
+  if bit.band(flags, F_ATT) ~= 0 then att, rest = struct.unpack('>I4', raw, pos) + 1, pos + 4 end
+  local tail = rest -- after unique_for: where a pending record's error and payload are
+  if bit.band(flags, F_UF) ~= 0 then tail = rest + 6 end
+  return struct.pack('>Bc0I4c0i6Bc0c0', RESERVED * 32 + bit.bor(flags, F_ATT),
+                     string.sub(raw, 2, pos - 1), att, string.sub(raw, rest, tail - 1), at,
+                     #lease, lease, string.sub(raw, tail)), att
+end
+
+-- What ack needs of a record, without a table: nil unless it is reserved;
+-- else its lease deadline, lease token, attempts, due_at, priority, unique_for.
+local function lease_view(raw)
+  local sf, due, prio, _, _, pos = struct.unpack(HEAD, raw)
+  if math.floor(sf / 32) ~= RESERVED then return nil end
+  local flags, att, uf = sf % 32, 0, 0
+  if bit.band(flags, F_TTR) ~= 0 then pos = pos + 4 end
+  if bit.band(flags, F_MAX) ~= 0 then pos = pos + 4 end
+  if bit.band(flags, F_ATT) ~= 0 then att, pos = struct.unpack('>I4', raw, pos) end
+  if bit.band(flags, F_UF) ~= 0 then uf, pos = struct.unpack('>i6', raw, pos) end
+  local at, n, start = struct.unpack('>i6B', raw, pos)
+  return at, string.sub(raw, start, start + n - 1), att, due, prio, uf
+end
+
 local function pack_job(j)
   local flags, format, values = 0, HEAD, {0, j.due, j.prio, j.created, j.seq}
   local n = 5
@@ -147,7 +178,35 @@ local EV_ATT, EV_DUE, EV_PRIO, EV_ULID = 16, 32, 64, 128
 local I4_ESCAPE = -2147483648
 local EVENTS = {}
 
+-- One event without an error whose attempt is under 255 and whose due_at - t
+-- fits 4 bytes (nearly all): one struct.pack with the fields present.
+local function pack_event(flags, id, att, d, prio)
+  if att == 0 then
+    if d == 0 then
+      if prio == 0 then return struct.pack('>Bc0', flags, id) end
+      return struct.pack('>Bc0h', flags + EV_PRIO, id, prio)
+    end
+    if prio == 0 then return struct.pack('>Bc0i4', flags + EV_DUE, id, d) end
+    return struct.pack('>Bc0i4h', flags + EV_DUE + EV_PRIO, id, d, prio)
+  end
+  if d == 0 then
+    if prio == 0 then return struct.pack('>Bc0B', flags + EV_ATT, id, att) end
+    return struct.pack('>Bc0Bh', flags + EV_ATT + EV_PRIO, id, att, prio)
+  end
+  if prio == 0 then return struct.pack('>Bc0Bi4', flags + EV_ATT + EV_DUE, id, att, d) end
+  return struct.pack('>Bc0Bi4h', flags + EV_ATT + EV_DUE + EV_PRIO, id, att, d, prio)
+end
+
 local function emit_event(kind, id, att, due, prio, err)
+  local d = due - NOW
+  if att < 255 and d > I4_ESCAPE and d <= 2147483647 and not EVENT_HAS_ERROR[kind] then
+    if #id == 17 and string.byte(id, 1) == 0 then
+      EVENTS[#EVENTS + 1] = pack_event(EVENT_KIND[kind] + EV_ULID, string.sub(id, 2), att, d, prio)
+    else
+      EVENTS[#EVENTS + 1] = pack_event(EVENT_KIND[kind], struct.pack('>Bc0', #id - 1, id), att, d, prio)
+    end
+    return
+  end
   local flags, format, values = EVENT_KIND[kind], '>Bc0', {id}
   if #id == 17 and string.byte(id, 1) == 0 then
     flags, values[1] = flags + EV_ULID, string.sub(id, 2)
@@ -181,20 +240,6 @@ end
 
 local function emit(kind, id, j, err) emit_event(kind, id, j.att, j.due, j.prio, err) end
 
--- The put event of a new job (the common case, without a table).
-local function emit_put(id, due, prio)
-  local d = due - NOW
-  if prio == 0 and d >= 0 and d <= 2147483647 and #id == 17 and string.byte(id, 1) == 0 then
-    if d == 0 then
-      EVENTS[#EVENTS + 1] = struct.pack('>Bc0', EVENT_KIND.put + EV_ULID, string.sub(id, 2))
-    else
-      EVENTS[#EVENTS + 1] = struct.pack('>Bc0i4', EVENT_KIND.put + EV_ULID + EV_DUE,
-                                        string.sub(id, 2), d)
-    end
-  else
-    emit_event('put', id, 0, due, prio)
-  end
-end
 
 local function flush_events()
   local n = #EVENTS

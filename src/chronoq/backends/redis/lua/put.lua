@@ -50,7 +50,7 @@ for n = 3, #ARGV do
       readies[#readies + 1], readies[#readies + 2] = ready_score(prio, due), struct.pack('>i6c0', seq, id)
       ready = ready + 1
     end
-    emit_put(id, due, prio)
+    emit_event('put', id, 0, due, prio)
     out[#out + 1], out[#out + 2] = 1, due
   end
 end

@@ -3,8 +3,8 @@
 -- KEYS: the shard keys (see prelude).
 -- ARGV: [1] event cap, [2] count, [3] ttr_ms (0: each job's own), [4] lease token
 --   (random, fresh for each call), [5] waiter token ('' when the caller will not wait)
--- Returns: {wake_in_us, timer, lease token, then 9 values per job: id, deadline,
---   attempts, due_at, priority, max_attempts, ttr_ms, created_at, payload}. When nothing was
+-- Returns: {wake_in_us, timer, lease token, then 2 values per job: id, its record
+--   as leased (the client reads attempts, deadline, due_at, payload... from it)}. When nothing was
 --   leased, wake_in_us says when the caller should look again (-1: only when woken):
 --   the waiter that holds the shard's timer (timer = 1) is told the time until the
 --   next delayed job is due or lease expires; every other waiter only when that
@@ -42,16 +42,18 @@ local out, records, leased, ids = {-1, 0, lease}, {}, {}, {}
 for i, member in ipairs(members) do ids[i] = string.sub(member, 7) end
 local raws = jobs_raw(ids)
 for i, id in ipairs(ids) do
-  local j = unpack_job(raws[i])
-  local ttr = ttr_override > 0 and ttr_override or j.ttr
-  j.att = j.att + 1
-  j.state, j.lease, j.at = RESERVED, lease, now + ttr
-  records[2 * i - 1], records[2 * i] = id, pack_job(j)
-  leased[2 * i - 1], leased[2 * i] = j.at, id
-  emit('reserve', id, j)
-  local n = #out
-  out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5] = id, j.at, j.att, j.due, j.prio
-  out[n + 6], out[n + 7], out[n + 8], out[n + 9] = j.max, ttr, j.created, j.payload
+  local raw = raws[i]
+  local _, due, prio = struct.unpack('>Bi6h', raw)
+  local ttr = ttr_override
+  if ttr <= 0 then
+    ttr = DEFAULT_TTR
+    if bit.band(string.byte(raw, 1), F_TTR) ~= 0 then ttr = struct.unpack('>I4', raw, 22) end
+  end
+  local record, att = lease_record(raw, now + ttr, lease)
+  records[2 * i - 1], records[2 * i] = id, record
+  leased[2 * i - 1], leased[2 * i] = now + ttr, id
+  emit_event('reserve', id, att, due, prio)
+  out[2 * i + 2], out[2 * i + 3] = id, record
 end
 jobs_put(records)
 zadd_many(K_LEASED, leased)
