@@ -55,6 +55,12 @@ def test_function_flush_between_calls_is_transparent(
     flushed()
     q.put_many("t", [Job(2, id="b"), Job(3, id="c", delay=60)])
     flushed()
+    # several calls per shard, each found missing: their results still in order
+    many = q.put_many("u", [Job(n, id=f"m{n}") for n in range(450)] + [Job(0, id="m3")])
+    assert [r.id for r in many] == [f"m{n}" for n in range(450)] + ["m3"]
+    assert all(r.created for r in many[:450]) and not many[450].created
+    assert many[450].due_at == many[3].due_at
+    flushed()
     [job] = q.reserve("t")
     assert (job.id, job.payload) == ("a", {"n": 1})
     flushed()

@@ -8,7 +8,7 @@ import itertools
 import json
 import secrets
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 from urllib.parse import urlencode, urlsplit
@@ -175,15 +175,22 @@ class RedisBackend(Backend):
     def _run(self, name: str, topic: str, shard: int, *args: Any) -> Any:
         return self._run_many(name, topic, [(shard, list(args))])[0]
 
-    def _run_many(self, name: str, topic: str, calls: Iterable[tuple[int, list[Any]]]) -> list[Any]:
-        """One script call per ``(shard, args)``, in order, in one round trip."""
+    def _run_many(
+        self,
+        name: str,
+        topic: str,
+        calls: Iterable[tuple[int, list[Any]]],
+        on_reply: Callable[[int, Any], None] | None = None,
+    ) -> list[Any]:
+        """One script call per ``(shard, args)``, in order, in one round trip;
+        ``on_reply`` sees each reply as it arrives (see Scripts.run)."""
         events_max = self._events_max
         keyed = ((self._keys(topic, shard), [events_max, *args]) for shard, args in calls)
         wait = None
         if self._replicas and name not in _READ_ONLY:
             wait = (self._replicas, self._replica_timeout_ms)
         with self._errors():
-            replies, confirmed = self._scripts.run(self._link, name, keyed, wait)
+            replies, confirmed = self._scripts.run(self._link, name, keyed, wait, on_reply)
         if wait is not None and confirmed < self._replicas:
             raise DurabilityError(
                 f"{self.url}: {name} was applied on the primary but only {confirmed} of "
@@ -225,10 +232,12 @@ class RedisBackend(Backend):
         packed = self._packed
         calls = ((shard, [flag, *[packed(jobs[i]) for i in chunk]]) for shard, chunk in chunks)
         results: list[PutResult | None] = [None] * len(jobs)
-        replies = self._run_many("put", topic, calls)
-        for (_, chunk), reply in zip(chunks, replies, strict=True):
-            for n, i in enumerate(chunk):
+
+        def read(index: int, reply: list[int]) -> None:  # while Redis runs the next call
+            for n, i in enumerate(chunks[index][1]):
                 results[i] = PutResult(jobs[i].id, reply[2 * n] == 1, reply[2 * n + 1])
+
+        self._run_many("put", topic, calls, read)
         return cast(list[PutResult], results)
 
     @staticmethod

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import redis
@@ -57,14 +57,19 @@ class Link:
         return self.pipeline([args])[0]
 
     def pipeline(
-        self, commands: Iterable[tuple[Any, ...]], raise_on_error: bool = True
+        self,
+        commands: Iterable[tuple[Any, ...]],
+        raise_on_error: bool = True,
+        on_reply: Callable[[int, Any], None] | None = None,
     ) -> list[Any]:
         """Several commands in one round trip; their replies in order. With
         ``raise_on_error=False`` an error reply is returned in its place.
 
         Each command is sent as soon as ``commands`` yields it, so Redis runs
         the first while the caller still builds the next (a put_many of 1,000
-        jobs is five calls)."""
+        jobs is five calls), and ``on_reply(index, reply)`` sees each reply as
+        it is read, while Redis runs the next (it may see one twice, after a
+        reconnect)."""
         conn, used = self._connection()
         sent: list[tuple[Any, ...]] = []
         source = iter(commands)
@@ -75,7 +80,11 @@ class Link:
                 for command in source:
                     sent.append(command)
                     conn.send_packed_command(conn.pack_command(*command), check_health=False)
-                replies = [self._reply(conn) for _ in sent]
+                replies = []
+                for index in range(len(sent)):
+                    replies.append(self._reply(conn))
+                    if on_reply is not None:
+                        on_reply(index, replies[-1])
                 break
             except (RedisConnectionError, RedisTimeoutError, OSError):
                 conn.disconnect()

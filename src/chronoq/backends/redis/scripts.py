@@ -7,7 +7,7 @@ loaded again and the calls that found it missing are retried."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from importlib.resources import files
 from typing import Any
 
@@ -72,14 +72,22 @@ class Scripts:
         name: str,
         calls: Iterable[tuple[list[str], list[Any]]],
         wait: tuple[int, int] | None = None,
+        on_reply: Callable[[int, Any], None] | None = None,
     ) -> tuple[list[Any], int]:
         """Call function ``name`` once per ``(keys, args)`` in ``calls``, in order and
         in one round trip (each call is sent as soon as ``calls`` yields it). With
         ``wait = (replicas, timeout_ms)``, then ``WAIT`` on the same connection (it
         counts the replicas that have this connection's writes). Returns the
-        replies and how many replicas confirmed (0 without ``wait``)."""
+        replies and how many replicas confirmed (0 without ``wait``).
+        ``on_reply(index, reply)`` sees each call's successful reply as soon as it
+        is read (a call run again after loading the library: later, out of order)."""
         function = self.functions[name]
         commands: list[tuple[Any, ...]] = []
+
+        def each(index: int, reply: Any) -> None:
+            not_wait = wait is None or index < len(commands) - 1
+            if on_reply is not None and not_wait and not isinstance(reply, Exception):
+                on_reply(index, reply)
 
         def sent() -> Iterator[tuple[Any, ...]]:
             for keys, args in calls:
@@ -89,18 +97,31 @@ class Scripts:
                 commands.append(("WAIT", *wait))
                 yield commands[-1]
 
-        replies = link.pipeline(sent(), raise_on_error=False)
+        replies = link.pipeline(sent(), raise_on_error=False, on_reply=each)
         missing = [n for n, reply in enumerate(replies) if _not_loaded(reply)]
-        if missing:  # those did not run: load the library, run them again in order
-            link.call("FUNCTION", "LOAD", "REPLACE", self.source)
+        if missing:
             if wait is not None:
                 missing.append(len(commands) - 1)  # WAIT again, after them
-            again = link.pipeline([commands[n] for n in missing], raise_on_error=False)
-            for n, reply in zip(missing, again, strict=True):
-                replies[n] = reply
+            self._load_and_run(link, commands, missing, replies, each)
         for reply in replies:
             if isinstance(reply, Exception):
                 raise reply
         if wait is None:
             return replies, 0
         return replies[:-1], int(replies[-1])
+
+    def _load_and_run(
+        self,
+        link: Link,
+        commands: list[tuple[Any, ...]],
+        missing: list[int],
+        replies: list[Any],
+        each: Callable[[int, Any], None],
+    ) -> None:
+        """The calls at ``missing`` found no library, so did not run: load it,
+        run them again in order, and put their replies in ``replies``."""
+        link.call("FUNCTION", "LOAD", "REPLACE", self.source)
+        again = link.pipeline([commands[n] for n in missing], raise_on_error=False)
+        for n, reply in zip(missing, again, strict=True):
+            replies[n] = reply
+            each(n, reply)
