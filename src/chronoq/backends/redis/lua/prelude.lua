@@ -175,6 +175,8 @@ local EVENT_KIND = {put = 1, reserve = 2, ack = 3, nack = 4, expire = 5, dead = 
                     delete = 8, reschedule = 9, requeue = 10, touch = 11}
 local EVENT_HAS_ERROR = {nack = true, dead = true, bury = true, delete = true}
 local EV_ATT, EV_DUE, EV_PRIO, EV_ULID = 16, 32, 64, 128
+-- the flags of a generated id's put event, due now or later (put.lua packs it inline)
+local PUT_NOW, PUT_LATER = EVENT_KIND.put + EV_ULID, EVENT_KIND.put + EV_ULID + EV_DUE
 local I4_ESCAPE = -2147483648
 local EVENTS = {}
 

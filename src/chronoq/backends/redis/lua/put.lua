@@ -15,6 +15,7 @@ local out, ready, earliest = {}, 0, nil
 local first_delayed = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')[2]
 -- the writes of new jobs, sent as few variadic commands
 local records, delayed, readies, batch = {}, {}, {}, {}
+local events = EVENTS
 
 local function write_batch()
   jobs_put(records)
@@ -42,7 +43,7 @@ for n = 3, #ARGV do
     local r = #records
     records[r + 1], records[r + 2] = id,
       struct.pack('>Bi6hi6i6c0', PENDING * 32 + flags, due, prio, now, seq, string.sub(arg, pos + idlen))
-    batch[id] = true
+    if generated == 0 then batch[id] = true end
     if due > now then
       delayed[#delayed + 1], delayed[#delayed + 2] = due, id
       if not earliest or due < earliest then earliest = due end
@@ -50,7 +51,16 @@ for n = 3, #ARGV do
       readies[#readies + 1], readies[#readies + 2] = ready_score(prio, due), struct.pack('>i6c0', seq, id)
       ready = ready + 1
     end
-    emit_event('put', id, 0, due, prio)
+    if generated == 1 and prio == 0 and due - now <= 2147483647 then -- the common event, inline
+      local ulid = string.sub(id, 2)
+      if due == now then
+        events[#events + 1] = struct.pack('>Bc0', PUT_NOW, ulid)
+      else
+        events[#events + 1] = struct.pack('>Bc0i4', PUT_LATER, ulid, due - now)
+      end
+    else
+      emit_event('put', id, 0, due, prio)
+    end
     out[#out + 1], out[#out + 2] = 1, due
   end
 end
