@@ -207,6 +207,9 @@ class RedisBackend(Backend):
             self._known_topics.add(topic)
 
     def _by_shard(self, ids: Sequence[str]) -> dict[int, Sequence[int]]:
+        """The indexes of ``ids`` grouped by the shard each id belongs to."""
+        if self._shards == 1:
+            return {0: range(len(ids))}
         groups: dict[int, list[int]] = {}
         for index, job_id in enumerate(ids):
             groups.setdefault(shard_of(job_id, self._shards), []).append(index)
@@ -217,11 +220,7 @@ class RedisBackend(Backend):
     def put_many(self, topic: str, jobs: Sequence[NewJob], replace: bool) -> list[PutResult]:
         self._register(topic)
         flag = "1" if replace else "0"
-        groups: dict[int, Sequence[int]]
-        if self._shards == 1:
-            groups = {0: range(len(jobs))}
-        else:
-            groups = self._by_shard([job.id for job in jobs])
+        groups = self._by_shard([job.id for job in jobs])
         # calls of at most _PUT_CHUNK jobs keep Redis free for others between them
         # (about 1 ms each); packed lazily, each is sent while the next is packed
         chunks = [
