@@ -209,7 +209,7 @@ class RedisBackend(Backend):
     def _by_shard(self, ids: Sequence[str]) -> dict[int, Sequence[int]]:
         """The indexes of ``ids`` grouped by the shard each id belongs to."""
         if self._shards == 1:
-            return {0: range(len(ids))}
+            return {0: range(len(ids))} if ids else {}
         groups: dict[int, list[int]] = {}
         for index, job_id in enumerate(ids):
             groups.setdefault(shard_of(job_id, self._shards), []).append(index)
