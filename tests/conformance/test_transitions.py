@@ -239,6 +239,25 @@ def test_put_run_at_in_the_past_is_due_now(
     assert reserve_one(queue, topic).id == r.id
 
 
+@pytest.mark.parametrize("year", [2100, 3000, 9999])
+def test_put_run_at_far_ahead_keeps_its_due_time(queue: Queue, topic: str, year: int) -> None:
+    """Any run_at that validation accepts (before the year 10000) is stored exactly:
+    a due time beyond a store's integer width must not wrap into the past."""
+    far = datetime(year, 12, 31, 23, 59, 59, 999000)
+    due = round(far.replace(tzinfo=UTC).timestamp() * 1000)
+    events = queue.events(topic, limit=100_000).cursor
+    r = queue.put(topic, {"year": year}, run_at=far)
+    assert r.due_at == due
+    info = queue.get(topic, r.id)
+    assert info is not None and (info.state, info.due_at) == (State.DELAYED, due)
+    queue.put(topic, "now", id="now")
+    assert [j.id for j in queue.reserve(topic, 5)] == ["now"], "a far job is not due"
+    [put] = [e for e in queue.events(topic, cursor=events, limit=100).events if e.id == r.id]
+    assert (put.event, put.due_at) == (EventKind.PUT, due)
+    assert queue.reschedule(topic, r.id, run_at=far - timedelta(days=1)) is True
+    assert queue.get(topic, r.id).due_at == due - 86_400_000  # type: ignore[union-attr]
+
+
 def test_generated_ids_are_sortable_ulids(queue: Queue, topic: str) -> None:
     ids = [queue.put(topic, i).id for i in range(40)]
     ids += [r.id for r in queue.put_many(topic, [Job(payload=i) for i in range(40)])]

@@ -20,11 +20,12 @@ __all__ = [
 ]
 
 PENDING, RESERVED, DEAD, REMEMBERED = 0, 2, 3, 4
-_HEAD = struct.Struct(">B6sh6s6s")  # state * 32 + flags, due_at, priority, created_at, seq
+# state * 32 + flags, due_at (unsigned), priority, created_at, seq
+_HEAD = struct.Struct(">B6sh6s6s")
 F_TTR, F_MAX, F_ATT, F_UF, F_ERR = 1, 2, 4, 8, 16
 DEFAULT_TTR_MS, DEFAULT_MAX_ATTEMPTS = 30_000, 5  # a record leaves them out
 # A 6-byte big-endian int read as a signed 2-byte high part and a 4-byte low part.
-_LEASED_HEAD = struct.Struct(">BhIhhI6x")  # state * 32 + flags, due_at, priority, created_at
+_LEASED_HEAD = struct.Struct(">BHIhhI6x")  # state * 32 + flags, due_at, priority, created_at
 _LEASED_TAIL = struct.Struct(">IhIB")  # attempts, deadline, lease length: flags = F_ATT only
 # A canonical ULID's digits to the ones int(..., 32) reads; every other byte is
 # deleted, so the text is a canonical ULID when 26 digits are left and the
@@ -61,7 +62,7 @@ def _record(raw: bytes) -> dict[str, Any]:
     state, flags = divmod(state_flags, 32)
     r: dict[str, Any] = {
         "state": state,
-        "due": _i6(due),
+        "due": int.from_bytes(due, "big"),
         "priority": priority,
         "created": _i6(created),
         "ttr": DEFAULT_TTR_MS,
@@ -203,8 +204,8 @@ def decode_entry(topic: str, entry_id: bytes, fields: dict[bytes, bytes]) -> lis
             d = int.from_bytes(blob[pos : pos + 4], "big", signed=True)
             pos += 4
             if d == _I4_ESCAPE:
-                d = int.from_bytes(blob[pos : pos + 6], "big", signed=True)
-                pos += 6
+                d = int.from_bytes(blob[pos : pos + 8], "big", signed=True)
+                pos += 8
         if flags & EV_PRIO:
             priority = int.from_bytes(blob[pos : pos + 2], "big", signed=True)
             pos += 2

@@ -31,7 +31,8 @@ local ARGV, EVENT_CAP
 local PENDING, RESERVED, DEAD, REMEMBERED = 0, 2, 3, 4
 local EPOCH = 1704067200000 -- 2024-01-01: keeps ready scores below 2^53
 local PRIO_SPAN = 2199023255552 -- 2^41 ms, about 70 years
-local HEAD = '>Bi6hi6i6' -- state * 32 + flags, due_at, priority, created_at, seq
+-- state * 32 + flags, due_at (unsigned: up to the year 10889), priority, created_at, seq
+local HEAD = '>BI6hi6i6'
 local F_TTR, F_MAX, F_ATT, F_UF, F_ERR = 1, 2, 4, 8, 16
 local DEFAULT_TTR, DEFAULT_MAX = 30000, 5
 local MAX_WAKE_TOKENS = 64
@@ -160,7 +161,11 @@ end
 
 local function seq_bytes(j) return struct.pack('>i6', j.seq) end
 local function ready_member(j, id) return seq_bytes(j) .. id end
-local function ready_score(prio, due) return (1000 - prio) * PRIO_SPAN + (due - EPOCH) end
+-- Priority first: a due time past EPOCH + PRIO_SPAN (2094) counts as that time,
+-- so that it cannot reach the next priority's scores (put order breaks the tie).
+local function ready_score(prio, due)
+  return (1000 - prio) * PRIO_SPAN + math.min(due - EPOCH, PRIO_SPAN - 1)
+end
 
 -- Events are packed, collected while the script runs, and appended at its end:
 -- up to ENTRY_BYTES of them to one stream entry {t = time, b = packed events}
@@ -168,7 +173,7 @@ local function ready_score(prio, due) return (1000 - prio) * PRIO_SPAN + (due - 
 -- trims the log to about EVENT_CAP events, and a reader resumes after a seq.
 -- One event: a byte of kind (bits 0-3) and flags, the id (a generated one as
 -- its 16 bytes, flag EV_ULID; else length - 1 as a byte, then the id), then
--- by the flags: attempt (B; 255 then >I4), due_at - t (>i4; -2^31 then >i6),
+-- by the flags: attempt (B; 255 then >I4), due_at - t (>i4; -2^31 then >i8),
 -- priority (>h); nack, bury, dead and delete events end with their error
 -- (>I2 length, bytes). A reserve event's lag is -(due_at - t): not stored.
 local EVENT_KIND = {put = 1, reserve = 2, ack = 3, nack = 4, expire = 5, dead = 6, bury = 7,
@@ -229,7 +234,7 @@ local function emit_event(kind, id, att, due, prio, err)
     if d > I4_ESCAPE and d <= 2147483647 then
       format, values[#values + 1] = format .. 'i4', d
     else
-      format, values[#values + 1], values[#values + 2] = format .. 'i4i6', I4_ESCAPE, d
+      format, values[#values + 1], values[#values + 2] = format .. 'i4i8', I4_ESCAPE, d
     end
   end
   if prio ~= 0 then flags, format, values[#values + 1] = flags + EV_PRIO, format .. 'h', prio end

@@ -42,7 +42,7 @@ for n = 3, #ARGV do
     seq = seq + 1
     local r = #records
     records[r + 1], records[r + 2] = id,
-      struct.pack('>Bi6hi6i6c0', PENDING * 32 + flags, due, prio, now, seq, string.sub(arg, pos + idlen))
+      struct.pack('>BI6hi6i6c0', PENDING * 32 + flags, due, prio, now, seq, string.sub(arg, pos + idlen))
     if generated == 0 then batch[id] = true end
     if due > now then
       delayed[#delayed + 1], delayed[#delayed + 2] = due, id

@@ -43,7 +43,7 @@ for i, member in ipairs(members) do ids[i] = string.sub(member, 7) end
 local raws = jobs_raw(ids)
 for i, id in ipairs(ids) do
   local raw = raws[i]
-  local _, due, prio = struct.unpack('>Bi6h', raw)
+  local _, due, prio = struct.unpack('>BI6h', raw)
   local ttr = ttr_override
   if ttr <= 0 then
     ttr = DEFAULT_TTR
