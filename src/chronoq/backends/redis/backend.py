@@ -222,14 +222,16 @@ class RedisBackend(Backend):
         flag = "1" if replace else "0"
         groups = self._by_shard([job.id for job in jobs])
         # calls of at most _PUT_CHUNK jobs keep Redis free for others between them
-        # (about 1 ms each); packed lazily, each is sent while the next is packed
+        # (about 1 ms each); each reply is read while Redis runs the next call
         chunks = [
             (shard, indexes[first : first + _PUT_CHUNK])
             for shard, indexes in groups.items()
             for first in range(0, len(indexes), _PUT_CHUNK)
         ]
-        packed = self._packed
-        calls = ((shard, [flag, *[packed(jobs[i]) for i in chunk]]) for shard, chunk in chunks)
+        # packed before the first is sent: a failure while packing writes nothing
+        calls = [
+            (shard, [flag, *map(self._packed, (jobs[i] for i in chunk))]) for shard, chunk in chunks
+        ]
         results: list[PutResult | None] = [None] * len(jobs)
 
         def read(index: int, reply: list[int]) -> None:  # while Redis runs the next call
@@ -247,7 +249,7 @@ class RedisBackend(Backend):
         key = id_key(job.id)
         flags, rest = 0, b""
         if job.ttr_ms != DEFAULT_TTR_MS:
-            flags, rest = F_TTR, _U32.pack(job.ttr_ms)
+            flags, rest = F_TTR, job.ttr_ms.to_bytes(6, "big")
         if job.max_attempts != DEFAULT_MAX_ATTEMPTS:
             flags, rest = flags | F_MAX, rest + _U32.pack(job.max_attempts)
         if job.unique_for_ms:

@@ -73,7 +73,7 @@ def _record(raw: bytes) -> dict[str, Any]:
     }
     r["at"] = r["due"]
     pos = _HEAD.size
-    fields = [(F_TTR, "ttr", 4), (F_MAX, "max", 4), (F_ATT, "attempts", 4), (F_UF, "unique_for", 6)]
+    fields = [(F_TTR, "ttr", 6), (F_MAX, "max", 4), (F_ATT, "attempts", 4), (F_UF, "unique_for", 6)]
     for flag, name, size in fields:
         if flags & flag:
             r[name] = int.from_bytes(raw[pos : pos + size], "big", signed=size == 6)

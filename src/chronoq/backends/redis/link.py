@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import redis
@@ -75,18 +75,14 @@ class Link:
         source = iter(commands)
         for attempt in (1, 2):
             try:
-                if sent:  # a retry: the commands sent before go again first
-                    conn.send_packed_command(conn.pack_commands(sent), check_health=False)
-                for command in source:
-                    sent.append(command)
-                    conn.send_packed_command(conn.pack_command(*command), check_health=False)
-                replies = []
-                for index in range(len(sent)):
-                    replies.append(self._reply(conn))
-                    if on_reply is not None:
-                        on_reply(index, replies[-1])
+                replies = self._exchange(conn, sent, source, on_reply)
                 break
-            except (RedisConnectionError, RedisTimeoutError, OSError):
+            except RedisTimeoutError:
+                # Redis may have run the commands and be slow to answer: sending
+                # them again could run them twice
+                conn.disconnect()
+                raise
+            except (RedisConnectionError, OSError):
                 conn.disconnect()
                 # a connection that had worked before was most likely cut while
                 # idle (a restart): reconnect once, as redis-py's own retry does
@@ -99,6 +95,27 @@ class Link:
             for reply in replies:
                 if isinstance(reply, Exception):
                     raise reply
+        return replies
+
+    def _exchange(
+        self,
+        conn: Any,
+        sent: list[tuple[Any, ...]],
+        source: Iterator[tuple[Any, ...]],
+        on_reply: Callable[[int, Any], None] | None,
+    ) -> list[Any]:
+        """Send what ``sent`` holds (a retry), then each command of ``source`` as
+        it comes (added to ``sent``); read a reply per command."""
+        if sent:
+            conn.send_packed_command(conn.pack_commands(sent), check_health=False)
+        for command in source:
+            sent.append(command)
+            conn.send_packed_command(conn.pack_command(*command), check_health=False)
+        replies = []
+        for index in range(len(sent)):
+            replies.append(self._reply(conn))
+            if on_reply is not None:
+                on_reply(index, replies[-1])
         return replies
 
     @staticmethod

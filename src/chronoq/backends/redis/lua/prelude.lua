@@ -59,16 +59,20 @@ local function now_ms()
 end
 
 -- A record is a fixed head, then only the fields that differ from their
--- defaults, then the payload: a plain delayed job costs 21 bytes besides its
--- payload. The first byte is state * 32 + flags. A pending job's `at` is its
--- due time; other states store it; only a reserved job has a lease.
+-- defaults (ttr_ms in 6 bytes: validation allows ten years; max_attempts and
+-- attempts in 4; unique_for_ms in 6), then the payload: a plain delayed job
+-- costs 21 bytes besides its payload. The first byte is state * 32 + flags.
+-- A pending job's `at` is its due time; other states store it; only a
+-- reserved job has a lease.
+local function state_of(raw) return math.floor(string.byte(raw, 1) / 32) end
+
 local function unpack_job(raw)
   local sf, due, prio, created, seq, pos = struct.unpack(HEAD, raw)
   local state, flags = math.floor(sf / 32), sf % 32
   local j = {state = state, due = due, prio = prio, created = created, seq = seq,
              ttr = DEFAULT_TTR, max = DEFAULT_MAX, att = 0, uf = 0, at = due, lease = '',
              err = ''}
-  if bit.band(flags, F_TTR) ~= 0 then j.ttr, pos = struct.unpack('>I4', raw, pos) end
+  if bit.band(flags, F_TTR) ~= 0 then j.ttr, pos = struct.unpack('>I6', raw, pos) end
   if bit.band(flags, F_MAX) ~= 0 then j.max, pos = struct.unpack('>I4', raw, pos) end
   if bit.band(flags, F_ATT) ~= 0 then j.att, pos = struct.unpack('>I4', raw, pos) end
   if bit.band(flags, F_UF) ~= 0 then j.uf, pos = struct.unpack('>i6', raw, pos) end
@@ -92,7 +96,7 @@ end
 local function lease_record(raw, at, lease)
   local flags = string.byte(raw, 1) % 32
   local pos = 22 -- after the head
-  if bit.band(flags, F_TTR) ~= 0 then pos = pos + 4 end
+  if bit.band(flags, F_TTR) ~= 0 then pos = pos + 6 end
   if bit.band(flags, F_MAX) ~= 0 then pos = pos + 4 end
   local att, rest = 1, pos
   if bit.band(flags, F_ATT) ~= 0 then att, rest = struct.unpack('>I4', raw, pos) + 1, pos + 4 end
@@ -109,7 +113,7 @@ local function lease_view(raw)
   local sf, due, prio, _, _, pos = struct.unpack(HEAD, raw)
   if math.floor(sf / 32) ~= RESERVED then return nil end
   local flags, att, uf = sf % 32, 0, 0
-  if bit.band(flags, F_TTR) ~= 0 then pos = pos + 4 end
+  if bit.band(flags, F_TTR) ~= 0 then pos = pos + 6 end
   if bit.band(flags, F_MAX) ~= 0 then pos = pos + 4 end
   if bit.band(flags, F_ATT) ~= 0 then att, pos = struct.unpack('>I4', raw, pos) end
   if bit.band(flags, F_UF) ~= 0 then uf, pos = struct.unpack('>i6', raw, pos) end
@@ -120,7 +124,7 @@ end
 local function pack_job(j)
   local flags, format, values = 0, HEAD, {0, j.due, j.prio, j.created, j.seq}
   local n = 5
-  if j.ttr ~= DEFAULT_TTR then flags, format, n = flags + F_TTR, format .. 'I4', n + 1; values[n] = j.ttr end
+  if j.ttr ~= DEFAULT_TTR then flags, format, n = flags + F_TTR, format .. 'I6', n + 1; values[n] = j.ttr end
   if j.max ~= DEFAULT_MAX then flags, format, n = flags + F_MAX, format .. 'I4', n + 1; values[n] = j.max end
   if j.att ~= 0 then flags, format, n = flags + F_ATT, format .. 'I4', n + 1; values[n] = j.att end
   if j.uf ~= 0 then flags, format, n = flags + F_UF, format .. 'i6', n + 1; values[n] = j.uf end
@@ -431,22 +435,37 @@ end
 -- forget remembered ids whose time is over. Returns how many became ready.
 local function upkeep(now, promote)
   local made = 0
+  -- an index entry whose record is gone or in another state is stale (a call
+  -- that failed half-way, a put run twice): it is dropped, never acted on
   local expired = redis.call('ZRANGEBYSCORE', K_LEASED, '-inf', now, 'LIMIT', 0, EXPIRE_BATCH)
   local raws = jobs_raw(expired)
-  for i, id in ipairs(expired) do made = made + expire(id, unpack_job(raws[i]), now) end
+  for i, id in ipairs(expired) do
+    if raws[i] and state_of(raws[i]) == RESERVED then
+      made = made + expire(id, unpack_job(raws[i]), now)
+    else
+      redis.call('ZREM', K_LEASED, id)
+    end
+  end
   local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0,
                         promote or PROMOTE_BATCH)
   local adds = {}
   raws = jobs_raw(due)
   for i, id in ipairs(due) do
-    local _, at, prio, _, seq = struct.unpack(HEAD, raws[i])
-    adds[#adds + 1], adds[#adds + 2] = ready_score(prio, at), struct.pack('>i6', seq) .. id
+    if raws[i] and state_of(raws[i]) == PENDING then
+      local _, at, prio, _, seq = struct.unpack(HEAD, raws[i])
+      adds[#adds + 1], adds[#adds + 2] = ready_score(prio, at), struct.pack('>i6', seq) .. id
+    end
   end
   zadd_many(K_READY, adds)
   call_chunked('ZREM', K_DELAYED, due)
-  made = made + #due
+  made = made + #adds / 2
   local forgotten = redis.call('ZRANGEBYSCORE', K_FORGET, '-inf', now, 'LIMIT', 0, PROMOTE_BATCH)
-  jobs_del(forgotten)
+  local gone = {}
+  raws = jobs_raw(forgotten)
+  for i, id in ipairs(forgotten) do
+    if raws[i] and state_of(raws[i]) == REMEMBERED then gone[#gone + 1] = id end
+  end
+  jobs_del(gone)
   call_chunked('ZREM', K_FORGET, forgotten)
   return made
 end

@@ -41,19 +41,25 @@ if waiter ~= '' then give_up_timer(waiter) end -- busy with jobs: another waiter
 local out, records, leased, ids = {-1, 0, lease}, {}, {}, {}
 for i, member in ipairs(members) do ids[i] = string.sub(member, 7) end
 local raws = jobs_raw(ids)
+local n = 0 -- jobs leased
 for i, id in ipairs(ids) do
   local raw = raws[i]
-  local _, due, prio = struct.unpack('>BI6h', raw)
-  local ttr = ttr_override
-  if ttr <= 0 then
-    ttr = DEFAULT_TTR
-    if bit.band(string.byte(raw, 1), F_TTR) ~= 0 then ttr = struct.unpack('>I4', raw, 22) end
+  -- a member is stale when its record is gone, not pending, or of another put
+  -- (its seq differs: a put run twice leaves one): dropped below, not leased
+  if raw and state_of(raw) == PENDING and string.sub(raw, 16, 21) == string.sub(members[i], 1, 6) then
+    n = n + 1
+    local _, due, prio = struct.unpack('>BI6h', raw)
+    local ttr = ttr_override
+    if ttr <= 0 then
+      ttr = DEFAULT_TTR
+      if bit.band(string.byte(raw, 1), F_TTR) ~= 0 then ttr = struct.unpack('>I6', raw, 22) end
+    end
+    local record, att = lease_record(raw, now + ttr, lease)
+    records[2 * n - 1], records[2 * n] = id, record
+    leased[2 * n - 1], leased[2 * n] = now + ttr, id
+    emit_event('reserve', id, att, due, prio)
+    out[2 * n + 2], out[2 * n + 3] = id, record
   end
-  local record, att = lease_record(raw, now + ttr, lease)
-  records[2 * i - 1], records[2 * i] = id, record
-  leased[2 * i - 1], leased[2 * i] = now + ttr, id
-  emit_event('reserve', id, att, due, prio)
-  out[2 * i + 2], out[2 * i + 3] = id, record
 end
 jobs_put(records)
 zadd_many(K_LEASED, leased)
