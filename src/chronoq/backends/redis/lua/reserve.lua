@@ -44,11 +44,12 @@ local raws = jobs_raw(ids)
 local n = 0 -- jobs leased
 for i, id in ipairs(ids) do
   local raw = raws[i]
+  local sf, due, prio, created, seq
+  if raw then sf, due, prio, created, seq = struct.unpack(HEAD, raw) end
   -- a member is stale when its record is gone, not pending, or of another put
   -- (its seq differs: a put run twice leaves one): dropped below, not leased
-  if raw and state_of(raw) == PENDING and string.sub(raw, 16, 21) == string.sub(members[i], 1, 6) then
+  if raw and sf < 32 and seq == struct.unpack('>i6', members[i]) then
     n = n + 1
-    local _, due, prio = struct.unpack('>BI6h', raw)
     local ttr = ttr_override
     if ttr <= 0 then
       ttr = DEFAULT_TTR
