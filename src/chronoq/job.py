@@ -192,6 +192,14 @@ def validate_id(job_id: object) -> str:
     return job_id
 
 
+def _finite(value: int | float) -> bool:
+    """math.isfinite, and False for an int too large for a float (it raises)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def duration_ms(value: object, name: str, *, minimum_ms: int = 0) -> int:
     """Seconds (int or float, ms resolution) to whole ms, checked against ``minimum_ms``."""
     if type(value) is float or type(value) is int:  # the hot path; excludes bool
@@ -200,10 +208,14 @@ def duration_ms(value: object, name: str, *, minimum_ms: int = 0) -> int:
             if ms >= minimum_ms:
                 return ms
     elif isinstance(value, int | float) and not isinstance(value, bool):
+        if not _finite(value):
+            raise InvalidInput(
+                f"{name} must be between 0 and {MAX_DURATION_S} seconds, got {value!r}"
+            )
         return duration_ms(float(value), name, minimum_ms=minimum_ms)  # numpy & co.
     else:
         raise InvalidInput(f"{name} must be a number of seconds, got {value!r}")
-    if not math.isfinite(value) or not 0 <= value <= MAX_DURATION_S:
+    if not _finite(value) or not 0 <= value <= MAX_DURATION_S:
         raise InvalidInput(f"{name} must be between 0 and {MAX_DURATION_S} seconds, got {value!r}")
     raise InvalidInput(f"{name} must be at least {minimum_ms / 1000:g} s, got {value!r}")
 
@@ -213,7 +225,7 @@ def run_at_ms(value: object) -> int:
     if isinstance(value, datetime):
         moment = value if value.tzinfo else value.replace(tzinfo=UTC)
         return math.floor(moment.timestamp() * 1000)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
         raise InvalidInput(f"run_at must be a datetime or epoch seconds, got {value!r}")
     if not 0 <= value < _YEAR_10000:  # beyond that it is ms or µs passed as seconds
         raise InvalidInput(

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 import redis
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -27,11 +27,22 @@ class _Held:
     """A thread's connection, kept in its thread-local storage: when the thread
     ends, this is freed and the connection goes back to the pool."""
 
-    __slots__ = ("__weakref__", "conn", "pid")
+    __slots__ = ("__weakref__", "conn", "open", "pid")
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
         self.pid = os.getpid()
+        self.open = False  # connected and used by a call that went through
+
+
+def _cut(conn: Any) -> bool:
+    """Whether an idle connection has something to read: the end of file of a
+    server that closed it, or bytes nobody asked for. Either way it is not fit
+    to send on."""
+    try:
+        return bool(conn.can_read(timeout=0))
+    except (RedisConnectionError, RedisTimeoutError, OSError):
+        return True
 
 
 class Link:
@@ -39,18 +50,16 @@ class Link:
         self._pool = client.connection_pool
         self._local = threading.local()
 
-    def _connection(self) -> tuple[Any, bool]:
-        """This thread's connection, and whether it was used before (a used one
-        may have been cut by a server restart since)."""
+    def _held(self) -> _Held:
+        """This thread's connection (a child process opens its own)."""
         held = getattr(self._local, "held", None)
         if held is not None and held.pid == os.getpid():
-            return held.conn, True
-        conn = self._pool.get_connection()
-        held = self._local.held = _Held(conn)
+            return cast(_Held, held)
+        fresh = self._local.held = _Held(self._pool.get_connection())
         # a thread pool or a server with a thread per request must not leak
         # one connection per thread that ever ran
-        weakref.finalize(held, self._pool.release, conn)
-        return conn, False
+        weakref.finalize(fresh, self._pool.release, fresh.conn)
+        return fresh
 
     def call(self, *args: Any) -> Any:
         """One command, one round trip; its reply (an error reply is raised)."""
@@ -68,29 +77,21 @@ class Link:
         Each command is sent as soon as ``commands`` yields it, so Redis runs
         the first while the caller still builds the next (a put_many of 1,000
         jobs is five calls), and ``on_reply(index, reply)`` sees each reply as
-        it is read, while Redis runs the next (it may see one twice, after a
-        reconnect)."""
-        conn, used = self._connection()
-        sent: list[tuple[Any, ...]] = []
-        source = iter(commands)
-        for attempt in (1, 2):
-            try:
-                replies = self._exchange(conn, sent, source, on_reply)
-                break
-            except RedisTimeoutError:
-                # Redis may have run the commands and be slow to answer: sending
-                # them again could run them twice
-                conn.disconnect()
-                raise
-            except (RedisConnectionError, OSError):
-                conn.disconnect()
-                # a connection that had worked before was most likely cut while
-                # idle (a restart): reconnect once, as redis-py's own retry does
-                if attempt == 2 or not used:
-                    raise
-            except BaseException:
-                conn.disconnect()  # a half-read reply must not be read as the next one
-                raise
+        it is read, while Redis runs the next."""
+        held = self._held()
+        conn = held.conn
+        # Commands are never sent twice: Redis may have run them before a cut
+        # (a put of a generated id would be stored twice). A connection that
+        # was cut while idle (a restart) shows it as end of file: open it again.
+        if held.open and _cut(conn):
+            conn.disconnect()
+        held.open = False
+        try:
+            replies = self._exchange(conn, commands, on_reply)
+        except BaseException:
+            conn.disconnect()  # a half-read reply must not be read as the next one
+            raise
+        held.open = True
         if raise_on_error:
             for reply in replies:
                 if isinstance(reply, Exception):
@@ -100,19 +101,16 @@ class Link:
     def _exchange(
         self,
         conn: Any,
-        sent: list[tuple[Any, ...]],
-        source: Iterator[tuple[Any, ...]],
+        commands: Iterable[tuple[Any, ...]],
         on_reply: Callable[[int, Any], None] | None,
     ) -> list[Any]:
-        """Send what ``sent`` holds (a retry), then each command of ``source`` as
-        it comes (added to ``sent``); read a reply per command."""
-        if sent:
-            conn.send_packed_command(conn.pack_commands(sent), check_health=False)
-        for command in source:
-            sent.append(command)
+        """Send each command as it comes, then read a reply per command."""
+        count = 0
+        for command in commands:
             conn.send_packed_command(conn.pack_command(*command), check_health=False)
+            count += 1
         replies = []
-        for index in range(len(sent)):
+        for index in range(count):
             replies.append(self._reply(conn))
             if on_reply is not None:
                 on_reply(index, replies[-1])

@@ -41,6 +41,7 @@ local TIMER_LEASE = 2000 -- ms: how late due jobs can be when the timing waiter 
 local EXPIRE_BATCH = 25
 local PROMOTE_BATCH = 50 -- reserve(count) promotes up to count, at most PROMOTE_MAX
 local PROMOTE_MAX = 1000
+local STALE_ROUNDS = 4 -- reserve reads past stale ready members this many times at most
 local CHUNK = 500 -- elements per unpack(): Lua's C stack is limited
 -- Bytes of events per stream entry: an entry then fills one 4 KiB listpack node
 -- (stream-node-max-bytes, 4096 by default, is also what Redis preallocates for
