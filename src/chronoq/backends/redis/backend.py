@@ -213,7 +213,7 @@ class RedisBackend(Backend):
         groups: dict[int, list[int]] = {}
         for index, job_id in enumerate(ids):
             groups.setdefault(shard_of(job_id, self._shards), []).append(index)
-        return dict(groups)
+        return cast(dict[int, Sequence[int]], groups)
 
     # -- producing ---------------------------------------------------------------------
 

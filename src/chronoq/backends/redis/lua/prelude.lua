@@ -185,9 +185,8 @@ local EVENT_KIND = {put = 1, reserve = 2, ack = 3, nack = 4, expire = 5, dead = 
                     delete = 8, reschedule = 9, requeue = 10, touch = 11}
 local EVENT_HAS_ERROR = {nack = true, dead = true, bury = true, delete = true}
 local EV_ATT, EV_DUE, EV_PRIO, EV_ULID = 16, 32, 64, 128
--- the flags of a generated id's put event, due now or later (put.lua packs it inline)
-local PUT_NOW, PUT_LATER = EVENT_KIND.put + EV_ULID, EVENT_KIND.put + EV_ULID + EV_DUE
 local I4_ESCAPE = -2147483648
+local PUT_ULID = EVENT_KIND.put + EV_ULID -- put.lua packs a generated id's event itself
 local EVENTS = {}
 
 -- One event without an error whose attempt is under 255 and whose due_at - t
@@ -210,21 +209,18 @@ local function pack_event(flags, id, att, d, prio)
 end
 
 local function emit_event(kind, id, att, due, prio, err)
-  local d = due - NOW
+  local flags, d = EVENT_KIND[kind], due - NOW
+  if #id == 17 and string.byte(id, 1) == 0 then
+    flags, id = flags + EV_ULID, string.sub(id, 2)
+  else
+    id = struct.pack('>Bc0', #id - 1, id)
+  end
   if att < 255 and d > I4_ESCAPE and d <= 2147483647 and not EVENT_HAS_ERROR[kind] then
-    if #id == 17 and string.byte(id, 1) == 0 then
-      EVENTS[#EVENTS + 1] = pack_event(EVENT_KIND[kind] + EV_ULID, string.sub(id, 2), att, d, prio)
-    else
-      EVENTS[#EVENTS + 1] = pack_event(EVENT_KIND[kind], struct.pack('>Bc0', #id - 1, id), att, d, prio)
-    end
+    EVENTS[#EVENTS + 1] = pack_event(flags, id, att, d, prio)
     return
   end
-  local flags, format, values = EVENT_KIND[kind], '>Bc0', {id}
-  if #id == 17 and string.byte(id, 1) == 0 then
-    flags, values[1] = flags + EV_ULID, string.sub(id, 2)
-  else
-    format, values[1], values[2] = '>BBc0', #id - 1, id
-  end
+  -- the rest: a long attempt count or due offset, an error
+  local format, values = '>Bc0', {id}
   if att ~= 0 then
     flags = flags + EV_ATT
     if att < 255 then
@@ -233,7 +229,6 @@ local function emit_event(kind, id, att, due, prio, err)
       format, values[#values + 1], values[#values + 2] = format .. 'BI4', 255, att
     end
   end
-  local d = due - NOW
   if d ~= 0 then
     flags = flags + EV_DUE
     if d > I4_ESCAPE and d <= 2147483647 then
@@ -251,7 +246,6 @@ local function emit_event(kind, id, att, due, prio, err)
 end
 
 local function emit(kind, id, j, err) emit_event(kind, id, j.att, j.due, j.prio, err) end
-
 
 local function flush_events()
   local n = #EVENTS

@@ -51,13 +51,8 @@ for n = 3, #ARGV do
       readies[#readies + 1], readies[#readies + 2] = ready_score(prio, due), struct.pack('>i6c0', seq, id)
       ready = ready + 1
     end
-    if generated == 1 and prio == 0 and due - now <= 2147483647 then -- the common event, inline
-      local ulid = string.sub(id, 2)
-      if due == now then
-        events[#events + 1] = struct.pack('>Bc0', PUT_NOW, ulid)
-      else
-        events[#events + 1] = struct.pack('>Bc0i4', PUT_LATER, ulid, due - now)
-      end
+    if generated == 1 and due - now <= 2147483647 then -- a generated id's event, directly
+      events[#events + 1] = pack_event(PUT_ULID, string.sub(id, 2), 0, due - now, prio)
     else
       emit_event('put', id, 0, due, prio)
     end

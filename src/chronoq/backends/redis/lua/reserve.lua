@@ -32,8 +32,8 @@ for _ = 1, STALE_ROUNDS do
   local raws, stale = jobs_raw(ids), false
   for i, id in ipairs(ids) do
     local raw = raws[i]
-    local sf, due, prio, created, seq
-    if raw then sf, due, prio, created, seq = struct.unpack(HEAD, raw) end
+    local sf, due, prio, _, seq
+    if raw then sf, due, prio, _, seq = struct.unpack(HEAD, raw) end
     if raw and sf < 32 and seq == struct.unpack('>i6', members[i]) then
       n = n + 1
       local ttr = ttr_override
