@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 import chronoq
+import chronoq.aio
 
+from .aio_bridge import BridgedQueue
 from .children import Child
 from .redis_server import RedisServer, redis_server_binary
 
@@ -48,6 +50,18 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 @pytest.fixture
 def queue(store_url: str) -> Iterator[chronoq.Queue]:
     q = chronoq.connect(store_url)
+    yield q
+    q.close()
+
+
+@pytest.fixture(params=["sync", "aio"])
+def api_queue(request: pytest.FixtureRequest, store_url: str) -> Iterator[Any]:
+    """A queue through each API in turn: ``chronoq.connect``, and
+    ``chronoq.aio.connect`` behind a synchronous bridge."""
+    if request.param == "sync":
+        q: Any = chronoq.connect(store_url)
+    else:
+        q = BridgedQueue(lambda: chronoq.aio.connect(store_url))
     yield q
     q.close()
 

@@ -70,6 +70,7 @@ def test_occurrence_ids_are_the_same_everywhere() -> None:
         ({"name": "n", "cron": "0 3 * *"}, "5 fields"),
         ({"name": "n", "cron": "0 3 * * * *"}, "5 fields"),
         ({"name": "n", "cron": "61 3 * * *"}, "invalid cron"),
+        ({"name": "n", "cron": "0 0 30 2 *"}, "never fires"),
         ({"name": "n", "cron": "0 3 * * *", "tz": "Mars/Olympus"}, "unknown time zone"),
         ({"name": "has space", "every": 5}, "invalid schedule name"),
         ({"name": "", "every": 5}, "invalid schedule name"),

@@ -4,12 +4,15 @@ from chronoq import errors
 from chronoq.backoff import Backoff
 from chronoq.job import Event, EventPage, Job, JobInfo, PutResult, Reservation
 from chronoq.queue import Queue, connect
+from chronoq.recurring import Recurring, RecurringRun
 from chronoq.states import EventKind, State
+from chronoq.worker import Bury, Retry, Worker
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Backoff",
+    "Bury",
     "Event",
     "EventKind",
     "EventPage",
@@ -17,8 +20,12 @@ __all__ = [
     "JobInfo",
     "PutResult",
     "Queue",
+    "Recurring",
+    "RecurringRun",
     "Reservation",
+    "Retry",
     "State",
+    "Worker",
     "__version__",
     "connect",
     "errors",

@@ -12,7 +12,19 @@ from typing import Any
 
 from chronoq.backends import Backend, StoreURL, open_backend
 from chronoq.backoff import Backoff
-from chronoq.errors import InvalidInput, InvalidJob, LeaseLost
+from chronoq.calls import (
+    LeaseRef,
+    check_limit,
+    error_text,
+    group_leases,
+    lease_args,
+    optional_ttr_ms,
+    put_args,
+    requeue_ids,
+    reschedule_args,
+    reserve_args,
+)
+from chronoq.errors import LeaseLost
 from chronoq.job import (
     DEFAULT_MAX_PAYLOAD,
     EventPage,
@@ -21,19 +33,21 @@ from chronoq.job import (
     PutResult,
     Reservation,
     duration_ms,
-    prepare_job,
-    run_at_ms,
     validate_id,
     validate_topic,
+)
+from chronoq.recurring import (
+    Recurring,
+    RecurringRun,
+    check_name,
+    encode_spec,
+    find_recurring,
+    plan_run,
+    recurring_list,
 )
 from chronoq.states import State
 
 __all__ = ["Queue", "connect"]
-
-MAX_COUNT = 10_000
-MAX_WAIT_S = 3600.0
-MAX_ERROR_CHARS = 10_000
-LeaseRef = Reservation | str
 
 
 def connect(url: str | None = None, *, backoff: Backoff | None = None) -> Queue:
@@ -47,13 +61,6 @@ def connect(url: str | None = None, *, backoff: Backoff | None = None) -> Queue:
     parsed = StoreURL.parse(url)
     max_payload = parsed.pop_int("max_payload", DEFAULT_MAX_PAYLOAD, minimum=1)
     return Queue(open_backend(parsed), max_payload=max_payload, backoff=backoff)
-
-
-def _error_text(error: object) -> str | None:
-    if error is None:
-        return None
-    text = str(error)
-    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
 
 
 class Queue:
@@ -127,14 +134,7 @@ class Queue:
         return self._put(topic, list(jobs), replace, batch=True)
 
     def _put(self, topic: str, jobs: list[Job], replace: bool, batch: bool) -> list[PutResult]:
-        try:
-            validate_topic(topic)
-        except InvalidInput as exc:
-            raise InvalidJob(str(exc)) from None
-        prepared = [
-            prepare_job(job, self.max_payload, index if batch else None)
-            for index, job in enumerate(jobs)
-        ]
+        prepared = put_args(topic, jobs, self.max_payload, batch)
         return self.backend.put_many(topic, prepared, bool(replace)) if prepared else []
 
     # -- consuming -------------------------------------------------------------
@@ -148,13 +148,7 @@ class Queue:
         put (no polling interval), at most ``wait`` seconds; then ``[]``.
         ``ttr`` overrides the jobs' own lease length.
         """
-        validate_topic(topic)
-        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_COUNT:
-            raise InvalidInput(f"count must be an integer from 1 to {MAX_COUNT}, got {count!r}")
-        wait_s = duration_ms(wait, "wait") / 1000
-        if wait_s > MAX_WAIT_S:
-            raise InvalidInput(f"wait must be at most {MAX_WAIT_S:g} seconds, got {wait!r}")
-        ttr_ms = None if ttr is None else duration_ms(ttr, "ttr", minimum_ms=1)
+        wait_s, ttr_ms = reserve_args(topic, count, wait, ttr)
         end = time.monotonic() + wait_s
         watcher = self.backend.watch(topic) if wait_s > 0 else None
         try:
@@ -172,18 +166,14 @@ class Queue:
 
     def ack(self, job: LeaseRef, id: str | None = None, lease: str | None = None) -> None:
         """Finish a reserved job: it is gone. Raises ``LeaseLost`` if the lease is not live."""
-        topic, job_id, token = self._lease(job, id, lease)
+        topic, job_id, token = lease_args(job, id, lease)
         if self.backend.ack_many(topic, [(job_id, token)]):
             raise LeaseLost(topic, job_id)
 
     def ack_many(self, jobs: Iterable[Reservation]) -> list[str]:
         """Ack every job still leased; returns the ids whose lease was lost."""
-        by_topic: dict[str, list[tuple[str, str]]] = {}
-        for job in jobs:
-            topic, job_id, token = self._lease(job, None, None)
-            by_topic.setdefault(topic, []).append((job_id, token))
         lost: list[str] = []
-        for topic, leases in by_topic.items():
+        for topic, leases in group_leases(jobs).items():
             lost.extend(self.backend.ack_many(topic, leases))
         return lost
 
@@ -199,10 +189,10 @@ class Queue:
         """Give a reserved job back to run again after ``delay`` seconds (default:
         exponential backoff with jitter), or to dead when its attempts are used
         up. Returns the state it went to."""
-        topic, job_id, token = self._lease(job, id, lease)
+        topic, job_id, token = lease_args(job, id, lease)
         delay_ms = None if delay is None else duration_ms(delay, "delay")
         return self.backend.nack(
-            topic, job_id, token, delay_ms, _error_text(error), self.backoff, random.random()
+            topic, job_id, token, delay_ms, error_text(error), self.backoff, random.random()
         )
 
     def touch(
@@ -216,9 +206,8 @@ class Queue:
         """Extend the lease to now + ``ttr`` (default: the job's ttr).
 
         Returns the new deadline in ms since the epoch."""
-        topic, job_id, token = self._lease(job, id, lease)
-        ttr_ms = None if ttr is None else duration_ms(ttr, "ttr", minimum_ms=1)
-        return self.backend.touch(topic, job_id, token, ttr_ms)
+        topic, job_id, token = lease_args(job, id, lease)
+        return self.backend.touch(topic, job_id, token, optional_ttr_ms(ttr))
 
     def bury(
         self,
@@ -229,20 +218,8 @@ class Queue:
         error: object = None,
     ) -> None:
         """Move a reserved job to dead (kept for inspection and ``requeue``)."""
-        topic, job_id, token = self._lease(job, id, lease)
-        self.backend.bury(topic, job_id, token, _error_text(error))
-
-    @staticmethod
-    def _lease(job: LeaseRef, job_id: str | None, lease: str | None) -> tuple[str, str, str]:
-        if isinstance(job, Reservation):
-            if job_id is not None or lease is not None:
-                raise InvalidInput("pass a Reservation, or topic, id and lease; not both")
-            return job.topic, job.id, job.lease
-        if job_id is None or lease is None:
-            raise InvalidInput("pass a Reservation, or all three of topic, id and lease")
-        if not isinstance(lease, str) or not lease:
-            raise InvalidInput(f"lease must be the token of a reservation, got {lease!r}")
-        return validate_topic(job), validate_id(job_id), lease
+        topic, job_id, token = lease_args(job, id, lease)
+        self.backend.bury(topic, job_id, token, error_text(error))
 
     # -- by id -------------------------------------------------------------------
 
@@ -264,12 +241,7 @@ class Queue:
     ) -> bool:
         """Move a delayed or ready job to a new due time; False when the job is
         absent, reserved or dead."""
-        validate_topic(topic)
-        validate_id(id)
-        if (delay is None) == (run_at is None):
-            raise InvalidInput("reschedule takes exactly one of delay or run_at")
-        delay_ms = 0 if delay is None else duration_ms(delay, "delay")
-        at_ms = None if run_at is None else run_at_ms(run_at)
+        delay_ms, at_ms = reschedule_args(topic, id, delay, run_at)
         return self.backend.reschedule(topic, id, delay_ms, at_ms)
 
     # -- topic-wide --------------------------------------------------------------
@@ -285,18 +257,13 @@ class Queue:
 
     def dead(self, topic: str, limit: int = 100) -> list[JobInfo]:
         """Dead jobs, oldest death first."""
-        _check_limit(limit)
+        check_limit(limit)
         return self.backend.dead(validate_topic(topic), limit)
 
     def requeue(self, topic: str, ids: Sequence[str] | None = None) -> int:
         """Move dead jobs (all, or those in ``ids``) back to ready with attempts
         reset; returns how many moved."""
-        validate_topic(topic)
-        if isinstance(ids, str):
-            raise InvalidInput("ids must be a list of ids, not one string")
-        if ids is not None:
-            ids = [validate_id(job_id) for job_id in ids]
-        return self.backend.requeue(topic, ids)
+        return self.backend.requeue(topic, requeue_ids(topic, ids))
 
     def purge(self, topic: str) -> int:
         """Delete every job of the topic (and its remembered ids); returns how many jobs."""
@@ -315,10 +282,58 @@ class Queue:
     ) -> EventPage:
         """The event log after ``cursor`` (None: the oldest kept), oldest first.
         Pass ``page.cursor`` back to resume where the page ended."""
-        _check_limit(limit)
+        check_limit(limit)
         return self.backend.events(None if topic is None else validate_topic(topic), cursor, limit)
 
+    # -- recurring jobs ----------------------------------------------------------------
 
-def _check_limit(limit: object) -> None:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100_000:
-        raise InvalidInput(f"limit must be an integer from 1 to 100000, got {limit!r}")
+    def recurring(
+        self,
+        topic: str,
+        *,
+        name: str,
+        cron: str | None = None,
+        every: float | None = None,
+        payload: Any = None,
+        tz: str = "UTC",
+        priority: int = 0,
+        ttr: float = 30.0,
+        max_attempts: int = 5,
+    ) -> Recurring:
+        """Define the recurring job ``name`` of the topic, or redefine it (its
+        creation time and last occurrence are kept: calling this at every
+        start-up is safe). ``cron``: 5 fields in the time zone ``tz``; or
+        ``every``: seconds, counted from the Unix epoch. Each occurrence is put
+        by ``run_recurring`` (workers call it) as a job with the id
+        ``<name>@<occurrence ms>`` and this payload, priority, ttr and
+        max_attempts. Occurrences before the definition are not put; missed
+        ones (no worker ran) collapse into one job, the latest one due.
+        Schedules are not jobs: ``purge`` keeps them, ``topics`` does not list
+        a topic for them, and they appear in no event."""
+        spec = encode_spec(
+            topic, name, cron, every, payload, tz, priority, ttr, max_attempts, self.max_payload
+        )
+        self.backend.schedules_put(topic, name, spec)
+        return find_recurring(topic, name, *self.backend.schedules_list(topic))
+
+    def recurring_list(self, topic: str) -> list[Recurring]:
+        """The topic's recurring jobs, by name."""
+        validate_topic(topic)
+        return recurring_list(topic, *self.backend.schedules_list(topic))
+
+    def recurring_remove(self, topic: str, name: str) -> bool:
+        """Forget a recurring job; True if it existed. Occurrences already put
+        stay (``delete`` them by id)."""
+        return self.backend.schedules_remove(validate_topic(topic), check_name(name))
+
+    def run_recurring(self, topic: str) -> RecurringRun:
+        """Put the occurrences of the topic's recurring jobs that are due and
+        not yet put; returns those created and when the next one falls. Safe
+        to call from any number of threads and processes at once: each
+        occurrence is created once."""
+        validate_topic(topic)
+        plan = plan_run(topic, *self.backend.schedules_list(topic))
+        results = self.backend.put_many(topic, plan.jobs, False) if plan.jobs else []
+        for name, at_ms in plan.marks:
+            self.backend.schedules_mark(topic, name, at_ms)
+        return RecurringRun([result for result in results if result.created], plan.next_at)

@@ -68,7 +68,7 @@ class Schedule:
 
     @staticmethod
     def _check_cron(expression: str) -> None:
-        from croniter import croniter
+        from croniter import CroniterBadDateError, croniter
 
         if not isinstance(expression, str) or len(expression.split()) != 5:
             raise InvalidInput(
@@ -76,6 +76,12 @@ class Schedule:
             )
         if not croniter.is_valid(expression):
             raise InvalidInput(f"invalid cron expression {expression!r}")
+        try:  # valid fields can still name no day at all (30 February)
+            croniter(expression, datetime(2000, 1, 1, tzinfo=UTC)).get_next(datetime)
+        except CroniterBadDateError:
+            raise InvalidInput(
+                f"cron expression {expression!r} never fires (a day that no month has?)"
+            ) from None
 
     def next_after(self, after_ms: int) -> int:
         """The first occurrence strictly after ``after_ms`` (epoch ms)."""

@@ -12,13 +12,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from chronoq.backoff import Backoff
 from chronoq.job import EventPage, JobInfo, NewJob, PutResult, Reservation
 from chronoq.states import State
 
-__all__ = ["Backend", "ReserveResult", "Watcher"]
+if TYPE_CHECKING:
+    from chronoq.aio.base import AsyncBackend
+
+__all__ = ["Backend", "ReserveResult", "StoredSchedule", "Watcher"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +31,18 @@ class ReserveResult:
 
     jobs: list[Reservation]
     wake_in_ms: float | None
+
+
+class StoredSchedule(NamedTuple):
+    """A recurring schedule as a backend keeps it: ``spec`` is opaque to the
+    backend (``chronoq.recurring`` encodes it); ``last_at`` is the latest
+    occurrence put (ms), None before the first; ``created_at`` is when the name
+    was first defined (ms, the store's clock), kept when it is redefined."""
+
+    name: str
+    spec: bytes
+    last_at: int | None
+    created_at: int
 
 
 class Watcher(ABC):
@@ -40,6 +55,10 @@ class Watcher(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release what the watcher holds."""
+
+    def interrupt(self) -> None:  # noqa: B027 - optional hook
+        """End a ``wait`` running in another thread soon (it returns False);
+        without this hook, that wait runs to its timeout."""
 
 
 class Backend(ABC):
@@ -126,5 +145,32 @@ class Backend(ABC):
     def events(self, topic: str | None, cursor: str | None, limit: int) -> EventPage:
         """Events after ``cursor`` (None: from the oldest kept), oldest first."""
 
+    # -- recurring schedules (chronoq.recurring): no events, not jobs ----------------
+
+    @abstractmethod
+    def schedules_put(self, topic: str, name: str, spec: bytes) -> bool:
+        """Define or redefine a schedule; True if the name is new. A
+        redefinition replaces the spec and keeps ``last_at`` and ``created_at``."""
+
+    @abstractmethod
+    def schedules_list(self, topic: str) -> tuple[int, list[StoredSchedule]]:
+        """The store's clock (ms) and the topic's schedules, in one read."""
+
+    @abstractmethod
+    def schedules_remove(self, topic: str, name: str) -> bool:
+        """Forget a schedule; True if it existed."""
+
+    @abstractmethod
+    def schedules_mark(self, topic: str, name: str, at_ms: int) -> None:
+        """Record that the occurrence at ``at_ms`` was put: ``last_at`` becomes
+        ``max(last_at, at_ms)``. Nothing happens if the schedule is gone."""
+
     @abstractmethod
     def close(self) -> None: ...
+
+    def asyncio_backend(self, *, owned: bool) -> AsyncBackend:
+        """This store for asyncio (``owned``: closing it closes this backend).
+        By default this backend's calls run in threads, off the event loop."""
+        from chronoq.aio.threaded import ThreadedBackend
+
+        return ThreadedBackend(self, owned=owned)

@@ -30,6 +30,7 @@ from chronoq.cli.app import (
 )
 from chronoq.cli.demo import run_demo
 from chronoq.cli.parsing import check_one_time, parse_payload, parse_run_at
+from chronoq.cli.worker import worker
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_NOT_FOUND", "EXIT_STORE", "cli", "main"]
 
@@ -337,6 +338,9 @@ def demo(app: App, jobs: int, seconds: float) -> None:
         app.out.json_only(report.doc())
     if not report.ok:
         click.get_current_context().exit(EXIT_NOT_FOUND)
+
+
+cli.add_command(worker)
 
 
 def main() -> None:

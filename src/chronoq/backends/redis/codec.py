@@ -7,7 +7,7 @@ import struct
 from typing import Any
 
 from chronoq.ids import encode as encode_ulid
-from chronoq.job import Event, JobInfo, decode_payload
+from chronoq.job import Event, JobInfo, NewJob, Reservation, decode_payload
 from chronoq.states import EventKind, State, lease_expired_error, observed_state
 
 __all__ = [
@@ -17,6 +17,8 @@ __all__ = [
     "info_from_record",
     "key_id",
     "leased_fields",
+    "pack_new_job",
+    "reservations",
 ]
 
 PENDING, RESERVED, DEAD, REMEMBERED = 0, 2, 3, 4
@@ -24,6 +26,8 @@ PENDING, RESERVED, DEAD, REMEMBERED = 0, 2, 3, 4
 _HEAD = struct.Struct(">B6sh6s6s")
 F_TTR, F_MAX, F_ATT, F_UF, F_ERR = 1, 2, 4, 8, 16
 DEFAULT_TTR_MS, DEFAULT_MAX_ATTEMPTS = 30_000, 5  # a record leaves them out
+_PUT_HEAD = struct.Struct(">BqqhBH")  # see lua/put.lua
+_U32 = struct.Struct(">I")
 # A 6-byte big-endian int read as a signed 2-byte high part and a 4-byte low part.
 _LEASED_HEAD = struct.Struct(">BHIhhI6x")  # state * 32 + flags, due_at, priority, created_at
 _LEASED_TAIL = struct.Struct(">IhIB")  # attempts, deadline, lease length: flags = F_ATT only
@@ -118,6 +122,57 @@ def leased_fields(raw: bytes) -> tuple[int, int, int, int, int, int, int, bytes]
         r["created"],
         r["payload"],
     )
+
+
+def pack_new_job(job: NewJob) -> bytes:
+    """One put argument per job: redis-py's per-argument packing was most of the
+    cost. The client packs the record's optional fields and payload; the
+    script adds the head (due time, creation time, seq: the server's)."""
+    key = id_key(job.id)
+    flags, rest = 0, b""
+    if job.ttr_ms != DEFAULT_TTR_MS:
+        flags, rest = F_TTR, job.ttr_ms.to_bytes(6, "big")
+    if job.max_attempts != DEFAULT_MAX_ATTEMPTS:
+        flags, rest = flags | F_MAX, rest + _U32.pack(job.max_attempts)
+    if job.unique_for_ms:
+        flags, rest = flags | F_UF, rest + job.unique_for_ms.to_bytes(6, "big")
+    head = _PUT_HEAD.pack(
+        job.generated,
+        job.delay_ms,
+        -1 if job.run_at_ms is None else job.run_at_ms,
+        job.priority,
+        flags,
+        len(key),
+    )
+    return b"".join((head, key, rest, job.payload))
+
+
+def reservations(topic: str, reply: list[Any], ttr_ms: int | None) -> list[Reservation]:
+    """The jobs of a reserve reply: its lease token, then id and record pairs."""
+    if len(reply) < 5:
+        return []
+    lease = reply[2].decode()
+    out = []
+    for b in range(3, len(reply), 2):
+        attempts, deadline, due_at, priority, max_attempts, ttr, created, payload = leased_fields(
+            reply[b + 1]
+        )
+        out.append(
+            Reservation(
+                topic,
+                key_id(reply[b]),
+                decode_payload(payload),
+                attempts,
+                lease,
+                deadline,
+                due_at,
+                priority,
+                max_attempts,
+                (ttr_ms or ttr) / 1000,
+                created,
+            )
+        )
+    return out
 
 
 def info_from_record(topic: str, job_id: str, raw: bytes, now: int) -> JobInfo | None:

@@ -2,7 +2,8 @@
 called with ``FCALL``: the shared prelude is defined once at load, not on every
 call (as it was with ``EVALSHA``: 11 of a ``get``'s 20 µs on the server). A
 missing library (Redis restarted without persistence, ``FUNCTION FLUSH``) is
-loaded again and the calls that found it missing are retried."""
+loaded again and the calls that found it missing are retried. No I/O here:
+``run`` yields its round trips (steps.py) for a driver to make."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
-from chronoq.backends.redis.link import Link
+from chronoq.backends.redis.steps import Pipeline, Steps
 
 __all__ = ["SCRIPT_NAMES", "Scripts"]
 
@@ -68,12 +69,11 @@ class Scripts:
 
     def run(
         self,
-        link: Link,
         name: str,
         calls: Iterable[tuple[list[str], list[Any]]],
         wait: tuple[int, int] | None = None,
         on_reply: Callable[[int, Any], None] | None = None,
-    ) -> tuple[list[Any], int]:
+    ) -> Steps[tuple[list[Any], int]]:
         """Call function ``name`` once per ``(keys, args)`` in ``calls``, in order and
         in one round trip (each call is sent as soon as ``calls`` yields it). With
         ``wait = (replicas, timeout_ms)``, then ``WAIT`` on the same connection (it
@@ -97,12 +97,12 @@ class Scripts:
                 commands.append(("WAIT", *wait))
                 yield commands[-1]
 
-        replies = link.pipeline(sent(), raise_on_error=False, on_reply=each)
+        replies: list[Any] = yield Pipeline(sent(), each)
         missing = [n for n, reply in enumerate(replies) if _not_loaded(reply)]
         if missing:
             if wait is not None:
                 missing.append(len(commands) - 1)  # WAIT again, after them
-            self._load_and_run(link, commands, missing, replies, each)
+            yield from self._load_and_run(commands, missing, replies, each)
         for reply in replies:
             if isinstance(reply, Exception):
                 raise reply
@@ -112,16 +112,17 @@ class Scripts:
 
     def _load_and_run(
         self,
-        link: Link,
         commands: list[tuple[Any, ...]],
         missing: list[int],
         replies: list[Any],
         each: Callable[[int, Any], None],
-    ) -> None:
+    ) -> Steps[None]:
         """The calls at ``missing`` found no library, so did not run: load it,
         run them again in order, and put their replies in ``replies``."""
-        link.call("FUNCTION", "LOAD", "REPLACE", self.source)
-        again = link.pipeline([commands[n] for n in missing], raise_on_error=False)
+        [loaded] = yield Pipeline([("FUNCTION", "LOAD", "REPLACE", self.source)])
+        if isinstance(loaded, Exception):
+            raise loaded
+        again = yield Pipeline([commands[n] for n in missing])
         for n, reply in zip(missing, again, strict=True):
             replies[n] = reply
             each(n, reply)

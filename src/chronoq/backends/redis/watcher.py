@@ -17,51 +17,59 @@ the timer on (``close``), so a due time wakes one consumer, not all of them.
 from __future__ import annotations
 
 import logging
-import secrets
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from typing import Any
 
 import redis
 
 from chronoq.backends.base import Watcher
+from chronoq.backends.redis.core import TimerHolder
 from chronoq.backends.redis.link import Link
+from chronoq.backends.redis.steps import errors
 from chronoq.errors import ChronoqError
 
-__all__ = ["RedisWatcher"]
+__all__ = ["RedisWatcher", "blocking_pop", "log_lost_timers"]
 
 _BACKSTOP_S = 1.0  # the server gives up this long after our own timer
 log = logging.getLogger("chronoq")
 
 
-class RedisWatcher(Watcher):
+def blocking_pop(wake_keys: list[str], timeout: float) -> list[tuple[Any, ...]]:
+    """What a waiter sends: its connection's id (to unblock it), then BLPOP."""
+    return [("CLIENT", "ID"), ("BLPOP", *wake_keys, f"{timeout + _BACKSTOP_S:.3f}")]
+
+
+def log_lost_timers(timers: set[int], exc: ChronoqError) -> None:
+    log.debug("could not hand on the timer of %s: %s", sorted(timers), exc)
+
+
+class RedisWatcher(Watcher, TimerHolder):
     def __init__(
         self,
         client: redis.Redis,
         link: Link,
         wake_keys: list[str],
-        errors: Callable[[], AbstractContextManager[None]],
+        url: str,
         release: Callable[[set[int], str], None],
     ) -> None:
+        TimerHolder.__init__(self)
         self._client = client
         self._link = link  # this thread's connection, for CLIENT UNBLOCK
         self._keys = wake_keys
-        self._errors = errors  # turns redis-py's errors into chronoq's
+        self._url = url
         self._release = release
-        self.token = secrets.token_hex(8)  # this waiter, as the reserve script knows it
-        self.timers: set[int] = set()  # the shards whose timer this waiter holds
 
     def close(self) -> None:
-        if not self.timers:
-            return
-        timers, self.timers = self.timers, set()
-        try:
-            self._release(timers, self.token)
-        except ChronoqError as exc:  # the timer lapses on its own
-            log.debug("could not hand on the timer of %s: %s", sorted(timers), exc)
+        timers = self.take_timers()
+        if timers:
+            try:
+                self._release(timers, self.token)
+            except ChronoqError as exc:  # the timer lapses on its own
+                log_lost_timers(timers, exc)
 
     def wait(self, timeout: float) -> bool:
-        with self._errors():
+        with errors(self._url):
             return self._wait(timeout)
 
     def _wait(self, timeout: float) -> bool:
@@ -69,11 +77,7 @@ class RedisWatcher(Watcher):
         pool = self._client.connection_pool
         conn = pool.get_connection()
         try:
-            conn.send_packed_command(
-                conn.pack_commands(
-                    [("CLIENT", "ID"), ("BLPOP", *self._keys, f"{timeout + _BACKSTOP_S:.3f}")]
-                )
-            )
+            conn.send_packed_command(conn.pack_commands(blocking_pop(self._keys, timeout)))
             client_id = conn.read_response()
             if conn.can_read(timeout=max(deadline - time.monotonic(), 0.0)):
                 return conn.read_response() is not None

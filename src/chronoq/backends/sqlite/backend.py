@@ -15,6 +15,7 @@ from chronoq.backends.sqlite.eventlog import EventLog, EventRow, remember
 from chronoq.backends.sqlite.reads import dead_jobs, event_page, job_info, topic_stats
 from chronoq.backends.sqlite.reserving import expire_leases, lease_ready, next_change_in
 from chronoq.backends.sqlite.rows import DELAYED, READY, RESERVED, now_ms
+from chronoq.backends.sqlite.schedules import SQLiteSchedules
 from chronoq.backends.sqlite.signals import SQLiteWatcher, signals_for
 from chronoq.backends.sqlite.store import Store
 from chronoq.backoff import Backoff
@@ -40,7 +41,7 @@ _IN_CHUNK = 500  # ids per IN (...) list, well under SQLite's variable limit
 _EXPIRE_BATCH = 1000  # leases reclaimed per reserve call: keeps every call bounded
 
 
-class SQLiteBackend(Backend):
+class SQLiteBackend(SQLiteSchedules, Backend):
     """Jobs in one SQLite file (WAL), safe for many threads and processes."""
 
     def __init__(

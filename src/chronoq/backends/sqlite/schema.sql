@@ -61,3 +61,16 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 ) WITHOUT ROWID;
+
+-- Recurring schedules (chronoq.recurring). spec is the facade's encoding;
+-- last_at is the latest occurrence put (ms), NULL before the first; created_at
+-- is kept when a schedule is redefined. Not jobs: no events. Added to stores
+-- made before it by Store._setup (every statement here is IF NOT EXISTS).
+CREATE TABLE IF NOT EXISTS schedules (
+    topic      TEXT    NOT NULL,
+    name       TEXT    NOT NULL,
+    spec       BLOB    NOT NULL,
+    created_at INTEGER NOT NULL,
+    last_at    INTEGER,
+    PRIMARY KEY (topic, name)
+) WITHOUT ROWID;

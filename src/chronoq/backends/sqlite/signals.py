@@ -61,12 +61,21 @@ class SQLiteWatcher(Watcher):
         self._data_version = data_version
         self._counter = signals.counter(topic)
         self._version = data_version()
+        self._interrupted = False
+
+    def interrupt(self) -> None:
+        with self._signals.cond:
+            self._interrupted = True
+            self._signals.cond.notify_all()
 
     def wait(self, timeout: float) -> bool:
         end = time.monotonic() + timeout
         cond = self._signals.cond
         while True:
             with cond:
+                if self._interrupted:
+                    self._interrupted = False
+                    return False
                 counter = self._signals.counters.get(self._topic, 0)
                 if counter == self._counter:
                     remaining = end - time.monotonic()

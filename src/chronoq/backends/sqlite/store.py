@@ -76,7 +76,12 @@ class Store:
             raise sqlite3.OperationalError(f"cannot switch the journal to WAL (got {mode!r})")
         conn.execute(f"PRAGMA synchronous = {synchronous}")
         version = self._schema_version()
-        if version is None:
+        if version is not None and version != SCHEMA_VERSION:
+            raise sqlite3.DatabaseError(
+                f"schema version {version} is not the {SCHEMA_VERSION} this chronoq knows"
+            )
+        # a store made before a table was added to schema.sql gets it now
+        if version is None or not self._has_table("schedules"):
             schema = files("chronoq.backends.sqlite").joinpath("schema.sql").read_text()
             try:
                 conn.executescript(
@@ -87,16 +92,16 @@ class Store:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
-        elif version != SCHEMA_VERSION:
-            raise sqlite3.DatabaseError(
-                f"schema version {version} is not the {SCHEMA_VERSION} this chronoq knows"
-            )
+
+    def _has_table(self, name: str) -> bool:
+        return bool(
+            self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+            ).fetchone()
+        )
 
     def _schema_version(self) -> str | None:
-        has_meta = self.conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
-        ).fetchone()
-        if not has_meta:
+        if not self._has_table("meta"):
             return None
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         return None if row is None else str(row[0])

@@ -1,0 +1,336 @@
+"""AsyncQueue: the asyncio facade, with every method of ``Queue`` as a
+coroutine. The argument checks are the same functions (``chronoq.calls``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+from chronoq.aio.base import AsyncBackend, AsyncWatcher
+from chronoq.backends import StoreURL, open_backend
+from chronoq.backends.base import ReserveResult
+from chronoq.backoff import Backoff
+from chronoq.calls import (
+    LeaseRef,
+    check_limit,
+    error_text,
+    group_leases,
+    lease_args,
+    optional_ttr_ms,
+    put_args,
+    requeue_ids,
+    reschedule_args,
+    reserve_args,
+)
+from chronoq.errors import ChronoqError, LeaseLost
+from chronoq.job import (
+    DEFAULT_MAX_PAYLOAD,
+    EventPage,
+    Job,
+    JobInfo,
+    PutResult,
+    Reservation,
+    duration_ms,
+    validate_id,
+    validate_topic,
+)
+from chronoq.queue import Queue
+from chronoq.recurring import (
+    Recurring,
+    RecurringRun,
+    check_name,
+    encode_spec,
+    find_recurring,
+    plan_run,
+    recurring_list,
+)
+from chronoq.states import State
+
+__all__ = ["AsyncQueue", "connect"]
+
+
+def connect(url: str | None = None, *, backoff: Backoff | None = None) -> AsyncQueue:
+    """Open an asyncio queue on the store at ``url`` (see ``chronoq.connect``).
+    Opening does no I/O: the first call connects."""
+    parsed = StoreURL.parse(url)
+    max_payload = parsed.pop_int("max_payload", DEFAULT_MAX_PAYLOAD, minimum=1)
+    backend = open_backend(parsed).asyncio_backend(owned=True)
+    return AsyncQueue(backend, max_payload=max_payload, backoff=backoff)
+
+
+class AsyncQueue:
+    """A delay queue on one store, for asyncio. Use it from one event loop."""
+
+    def __init__(
+        self,
+        backend: AsyncBackend,
+        *,
+        max_payload: int = DEFAULT_MAX_PAYLOAD,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self.backend = backend
+        self.max_payload = max_payload
+        self.backoff = backoff or Backoff()
+
+    @classmethod
+    def from_queue(cls, queue: Queue) -> AsyncQueue:
+        """An asyncio queue on the same store as ``queue``, with its settings.
+        Closing it leaves ``queue`` open."""
+        return cls(
+            queue.backend.asyncio_backend(owned=False),
+            max_payload=queue.max_payload,
+            backoff=queue.backoff,
+        )
+
+    @property
+    def url(self) -> str:
+        """The store URL, without any password."""
+        return self.backend.url
+
+    def __repr__(self) -> str:
+        return f"<chronoq.aio.AsyncQueue {self.url}>"
+
+    async def close(self) -> None:
+        await self.backend.close()
+
+    async def __aenter__(self) -> AsyncQueue:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- producing -----------------------------------------------------------
+
+    async def put(
+        self,
+        topic: str,
+        payload: Any = None,
+        *,
+        delay: float | None = None,
+        run_at: datetime | float | None = None,
+        id: str | None = None,
+        priority: int = 0,
+        ttr: float = 30.0,
+        max_attempts: int = 5,
+        unique_for: float = 0.0,
+        replace: bool = False,
+    ) -> PutResult:
+        """See ``Queue.put``."""
+        job = Job(payload, delay, run_at, id, priority, ttr, max_attempts, unique_for)
+        return (await self._put(topic, [job], replace, batch=False))[0]
+
+    async def put_many(
+        self, topic: str, jobs: Iterable[Job], *, replace: bool = False
+    ) -> list[PutResult]:
+        """See ``Queue.put_many``."""
+        return await self._put(topic, list(jobs), replace, batch=True)
+
+    async def _put(
+        self, topic: str, jobs: list[Job], replace: bool, batch: bool
+    ) -> list[PutResult]:
+        prepared = put_args(topic, jobs, self.max_payload, batch)
+        return await self.backend.put_many(topic, prepared, bool(replace)) if prepared else []
+
+    # -- consuming -------------------------------------------------------------
+
+    async def reserve(
+        self, topic: str, count: int = 1, *, wait: float = 0.0, ttr: float | None = None
+    ) -> list[Reservation]:
+        """See ``Queue.reserve``. Cancelling a waiting reserve is safe: no job
+        is leased by a call that did not return."""
+        wait_s, ttr_ms = reserve_args(topic, count, wait, ttr)
+        end = time.monotonic() + wait_s
+        watcher = await self.backend.watch(topic) if wait_s > 0 else None
+        try:
+            while True:
+                result = await self._reserve_once(topic, count, ttr_ms, watcher)
+                remaining = end - time.monotonic()
+                if result.jobs or watcher is None or remaining <= 0:
+                    return result.jobs
+                if result.wake_in_ms is not None:
+                    remaining = min(remaining, result.wake_in_ms / 1000)
+                await watcher.wait(remaining)
+        finally:
+            if watcher is not None:
+                await watcher.close()
+
+    async def _reserve_once(
+        self, topic: str, count: int, ttr_ms: int | None, watcher: AsyncWatcher | None
+    ) -> ReserveResult:
+        call = asyncio.ensure_future(self.backend.reserve(topic, count, ttr_ms, watcher))
+        try:
+            return await asyncio.shield(call)
+        except asyncio.CancelledError:
+            # the call went out and may lease jobs that nobody would see until
+            # their ttr ran out: let it finish and give them back at once
+            with contextlib.suppress(ChronoqError):
+                for job in (await call).jobs:
+                    with contextlib.suppress(ChronoqError):
+                        await self.nack(job, delay=0, error="the reserve was cancelled")
+            raise
+
+    async def ack(self, job: LeaseRef, id: str | None = None, lease: str | None = None) -> None:
+        """See ``Queue.ack``."""
+        topic, job_id, token = lease_args(job, id, lease)
+        if await self.backend.ack_many(topic, [(job_id, token)]):
+            raise LeaseLost(topic, job_id)
+
+    async def ack_many(self, jobs: Iterable[Reservation]) -> list[str]:
+        """See ``Queue.ack_many``."""
+        lost: list[str] = []
+        for topic, leases in group_leases(jobs).items():
+            lost.extend(await self.backend.ack_many(topic, leases))
+        return lost
+
+    async def nack(
+        self,
+        job: LeaseRef,
+        id: str | None = None,
+        lease: str | None = None,
+        *,
+        delay: float | None = None,
+        error: object = None,
+    ) -> State:
+        """See ``Queue.nack``."""
+        topic, job_id, token = lease_args(job, id, lease)
+        delay_ms = None if delay is None else duration_ms(delay, "delay")
+        return await self.backend.nack(
+            topic, job_id, token, delay_ms, error_text(error), self.backoff, random.random()
+        )
+
+    async def touch(
+        self,
+        job: LeaseRef,
+        id: str | None = None,
+        lease: str | None = None,
+        *,
+        ttr: float | None = None,
+    ) -> int:
+        """See ``Queue.touch``."""
+        topic, job_id, token = lease_args(job, id, lease)
+        return await self.backend.touch(topic, job_id, token, optional_ttr_ms(ttr))
+
+    async def bury(
+        self,
+        job: LeaseRef,
+        id: str | None = None,
+        lease: str | None = None,
+        *,
+        error: object = None,
+    ) -> None:
+        """See ``Queue.bury``."""
+        topic, job_id, token = lease_args(job, id, lease)
+        await self.backend.bury(topic, job_id, token, error_text(error))
+
+    # -- by id -------------------------------------------------------------------
+
+    async def get(self, topic: str, id: str) -> JobInfo | None:
+        """See ``Queue.get``."""
+        return await self.backend.get(validate_topic(topic), validate_id(id))
+
+    async def delete(self, topic: str, id: str) -> bool:
+        """See ``Queue.delete``."""
+        return await self.backend.delete(validate_topic(topic), validate_id(id))
+
+    async def reschedule(
+        self,
+        topic: str,
+        id: str,
+        *,
+        delay: float | None = None,
+        run_at: datetime | float | None = None,
+    ) -> bool:
+        """See ``Queue.reschedule``."""
+        delay_ms, at_ms = reschedule_args(topic, id, delay, run_at)
+        return await self.backend.reschedule(topic, id, delay_ms, at_ms)
+
+    # -- topic-wide --------------------------------------------------------------
+
+    async def stats(self, topic: str) -> dict[str, Any]:
+        """See ``Queue.stats``."""
+        return await self.backend.stats(validate_topic(topic))
+
+    async def topics(self) -> list[str]:
+        """See ``Queue.topics``."""
+        return await self.backend.topics()
+
+    async def dead(self, topic: str, limit: int = 100) -> list[JobInfo]:
+        """See ``Queue.dead``."""
+        check_limit(limit)
+        return await self.backend.dead(validate_topic(topic), limit)
+
+    async def requeue(self, topic: str, ids: Sequence[str] | None = None) -> int:
+        """See ``Queue.requeue``."""
+        return await self.backend.requeue(topic, requeue_ids(topic, ids))
+
+    async def purge(self, topic: str) -> int:
+        """See ``Queue.purge``."""
+        return await self.backend.purge(validate_topic(topic))
+
+    async def pause(self, topic: str) -> None:
+        """See ``Queue.pause``."""
+        await self.backend.set_paused(validate_topic(topic), True)
+
+    async def resume(self, topic: str) -> None:
+        """See ``Queue.resume``."""
+        await self.backend.set_paused(validate_topic(topic), False)
+
+    async def events(
+        self, topic: str | None = None, *, cursor: str | None = None, limit: int = 1000
+    ) -> EventPage:
+        """See ``Queue.events``."""
+        check_limit(limit)
+        return await self.backend.events(
+            None if topic is None else validate_topic(topic), cursor, limit
+        )
+
+    # -- recurring jobs ----------------------------------------------------------------
+
+    async def recurring(
+        self,
+        topic: str,
+        *,
+        name: str,
+        cron: str | None = None,
+        every: float | None = None,
+        payload: Any = None,
+        tz: str = "UTC",
+        priority: int = 0,
+        ttr: float = 30.0,
+        max_attempts: int = 5,
+    ) -> Recurring:
+        """See ``Queue.recurring``."""
+        spec = encode_spec(
+            topic, name, cron, every, payload, tz, priority, ttr, max_attempts, self.max_payload
+        )
+        await self.backend.schedules_put(topic, name, spec)
+        return find_recurring(topic, name, *await self.backend.schedules_list(topic))
+
+    async def recurring_list(self, topic: str) -> list[Recurring]:
+        """See ``Queue.recurring_list``."""
+        validate_topic(topic)
+        return recurring_list(topic, *await self.backend.schedules_list(topic))
+
+    async def recurring_remove(self, topic: str, name: str) -> bool:
+        """See ``Queue.recurring_remove``."""
+        return await self.backend.schedules_remove(validate_topic(topic), check_name(name))
+
+    async def run_recurring(self, topic: str) -> RecurringRun:
+        """See ``Queue.run_recurring``."""
+        validate_topic(topic)
+        plan = plan_run(topic, *await self.backend.schedules_list(topic))
+        results = await self.backend.put_many(topic, plan.jobs, False) if plan.jobs else []
+        for name, at_ms in plan.marks:
+            await self.backend.schedules_mark(topic, name, at_ms)
+        return RecurringRun([result for result in results if result.created], plan.next_at)

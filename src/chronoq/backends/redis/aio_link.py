@@ -1,0 +1,88 @@
+"""Round trips on redis.asyncio connections, for the asyncio driver.
+
+Each round trip takes a connection from the client's pool and gives it back,
+so the calls of concurrent tasks run side by side, each on its own
+connection. Only connections fit to send on are used: one the server closed
+while it was idle is opened again before anything is sent (the pool's own
+check misses an end of file the event loop has not read yet)."""
+
+from __future__ import annotations
+
+import select
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import redis.asyncio
+from redis.exceptions import ResponseError
+
+__all__ = ["AsyncLink"]
+
+
+def _cut(conn: Any) -> bool:
+    """Whether an idle connection's socket has something to read: the end of
+    file of a server that closed it, or bytes nobody asked for."""
+    writer = getattr(conn, "_writer", None)
+    sock = None if writer is None else writer.get_extra_info("socket")
+    if sock is None:  # not connected: it connects before sending
+        return False
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
+
+
+class AsyncLink:
+    def __init__(self, client: redis.asyncio.Redis) -> None:
+        self.pool = client.connection_pool
+
+    async def connection(self) -> Any:
+        """A connection of the pool, fit to send on; give it back with ``pool.release``."""
+        conn = await self.pool.get_connection()
+        if _cut(conn):
+            try:
+                await conn.disconnect()
+                await conn.connect()
+            except BaseException:
+                await self.pool.release(conn)
+                raise
+        return conn
+
+    async def call(self, *args: Any) -> Any:
+        """One command, one round trip; its reply (an error reply is raised)."""
+        [reply] = await self.pipeline([args])
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    async def pipeline(
+        self,
+        commands: Iterable[tuple[Any, ...]],
+        on_reply: Callable[[int, Any], None] | None = None,
+    ) -> list[Any]:
+        """As ``Link.pipeline`` with ``raise_on_error=False``: each command sent
+        as ``commands`` yields it, then a reply per command (an error reply in
+        its place), each seen by ``on_reply`` as it is read. Commands are never
+        sent twice: after a cut the caller hears of it, Redis may have run them."""
+        conn = await self.connection()
+        try:
+            count = 0
+            for command in commands:
+                await conn.send_packed_command(conn.pack_command(*command), check_health=False)
+                count += 1
+            replies = []
+            for index in range(count):
+                try:
+                    reply = await conn.read_response()
+                except ResponseError as exc:  # the next reply is still to be read
+                    reply = exc
+                replies.append(reply)
+                if on_reply is not None:
+                    on_reply(index, reply)
+            return replies
+        except BaseException:
+            # a half-read reply (a cut, a cancelled task) must not be read as the next one
+            await conn.disconnect(nowait=True)
+            raise
+        finally:
+            await self.pool.release(conn)

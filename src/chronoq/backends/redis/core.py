@@ -1,0 +1,378 @@
+"""Every operation of the Redis backend, written once and without I/O.
+
+Each method is a generator (steps.py): it yields the round trips it needs and
+is sent their replies, and it returns the operation's result. ``RedisBackend``
+drives them on blocking connections, ``AsyncRedisBackend`` on redis.asyncio;
+which shards a call touches, its script arguments, how replies become results
+and the replication check are here, in one copy."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import secrets
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, cast
+
+from chronoq.backends.base import ReserveResult
+from chronoq.backends.redis.codec import (
+    decode_entry,
+    id_key,
+    info_from_record,
+    key_id,
+    pack_new_job,
+    reservations,
+)
+from chronoq.backends.redis.keys import shard_keys, shard_of, topics_key
+from chronoq.backends.redis.scripts import Scripts
+from chronoq.backends.redis.steps import Command, Steps
+from chronoq.backoff import Backoff
+from chronoq.errors import DurabilityError, InvalidInput, LeaseLost
+from chronoq.job import Event, EventPage, JobInfo, NewJob, PutResult, Reservation
+from chronoq.states import State
+
+__all__ = ["RedisCore", "TimerHolder"]
+
+_PURGE_BATCH = 1000
+_PUT_CHUNK = 200
+_READ_ONLY = frozenset({"get"})  # every other script may write: WAIT after it
+
+
+class TimerHolder:
+    """A waiter as the reserve script knows it: its token, and the shards whose
+    due-time timer it holds (handed on when it stops waiting, see watcher.py)."""
+
+    def __init__(self) -> None:
+        self.token = secrets.token_hex(8)
+        self.timers: set[int] = set()
+
+    def take_timers(self) -> set[int]:
+        timers, self.timers = self.timers, set()
+        return timers
+
+
+class RedisCore:
+    """The operations on jobs in Redis 7+, sharded by a stable hash of their id."""
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        shards: int,
+        prefix: str,
+        events_max: int,
+        replicas: int,
+        replica_timeout_ms: int,
+    ) -> None:
+        self.url = url
+        self.shards = shards
+        self.prefix = prefix
+        self.events_max = events_max
+        self.replicas = replicas
+        self.replica_timeout_ms = replica_timeout_ms
+        self.scripts = Scripts()
+        self._key_cache: dict[tuple[str, int], list[str]] = {}
+        self._known_topics: set[str] = set()
+        self._next_shard = 0
+
+    # -- plumbing ------------------------------------------------------------------
+
+    def keys(self, topic: str, shard: int) -> list[str]:
+        keys = self._key_cache.get((topic, shard))
+        if keys is None:
+            if len(self._key_cache) > 10_000:  # topics come and go: stay bounded
+                self._key_cache.clear()
+            keys = self._key_cache[topic, shard] = shard_keys(self.prefix, topic, shard)
+        return keys
+
+    def wake_keys(self, topic: str) -> list[str]:
+        """The wake list of each shard of ``topic``: what a watcher blocks on."""
+        return [self.keys(topic, shard)[7] for shard in range(self.shards)]
+
+    def _run(self, name: str, topic: str, shard: int, *args: Any) -> Steps[Any]:
+        return (yield from self._run_many(name, topic, [(shard, list(args))]))[0]
+
+    def _run_many(
+        self,
+        name: str,
+        topic: str,
+        calls: Iterable[tuple[int, list[Any]]],
+        on_reply: Callable[[int, Any], None] | None = None,
+    ) -> Steps[list[Any]]:
+        """One script call per ``(shard, args)``, in order, in one round trip;
+        ``on_reply`` sees each reply as it arrives (see Scripts.run)."""
+        events_max = self.events_max
+        keyed = ((self.keys(topic, shard), [events_max, *args]) for shard, args in calls)
+        wait = None
+        if self.replicas and name not in _READ_ONLY:
+            wait = (self.replicas, self.replica_timeout_ms)
+        replies, confirmed = yield from self.scripts.run(name, keyed, wait, on_reply)
+        if wait is not None and confirmed < self.replicas:
+            raise DurabilityError(
+                f"{self.url}: {name} was applied on the primary but only {confirmed} of "
+                f"{self.replicas} replicas confirmed it within {self.replica_timeout_ms} ms; "
+                "it may be lost if the primary fails now (a put can be retried safely "
+                "with the same id)"
+            )
+        return replies
+
+    def _register(self, topic: str) -> Steps[None]:
+        if topic not in self._known_topics:
+            yield Command(("SADD", topics_key(self.prefix), topic))
+            self._known_topics.add(topic)
+
+    def _by_shard(self, ids: Sequence[str]) -> dict[int, Sequence[int]]:
+        """The indexes of ``ids`` grouped by the shard each id belongs to."""
+        if self.shards == 1:
+            return {0: range(len(ids))} if ids else {}
+        groups: dict[int, list[int]] = {}
+        for index, job_id in enumerate(ids):
+            groups.setdefault(shard_of(job_id, self.shards), []).append(index)
+        return cast(dict[int, Sequence[int]], groups)
+
+    # -- producing ---------------------------------------------------------------------
+
+    def put_many(self, topic: str, jobs: Sequence[NewJob], replace: bool) -> Steps[list[PutResult]]:
+        yield from self._register(topic)
+        flag = "1" if replace else "0"
+        groups = self._by_shard([job.id for job in jobs])
+        # calls of at most _PUT_CHUNK jobs keep Redis free for others between them
+        # (about 1 ms each); each reply is read while Redis runs the next call
+        chunks = [
+            (shard, indexes[first : first + _PUT_CHUNK])
+            for shard, indexes in groups.items()
+            for first in range(0, len(indexes), _PUT_CHUNK)
+        ]
+        # packed lazily: each call is sent while the next is packed (15% more
+        # jobs/s here). Packing cannot fail for a validated job, so no call is
+        # sent for a batch that would fail half-way (test_records pins the limits)
+        calls = (
+            (shard, [flag, *map(pack_new_job, (jobs[i] for i in chunk))]) for shard, chunk in chunks
+        )
+        results: list[PutResult | None] = [None] * len(jobs)
+
+        def read(index: int, reply: list[int]) -> None:  # while Redis runs the next call
+            for n, i in enumerate(chunks[index][1]):
+                results[i] = PutResult(jobs[i].id, reply[2 * n] == 1, reply[2 * n + 1])
+
+        yield from self._run_many("put", topic, calls, read)
+        return cast(list[PutResult], results)
+
+    # -- consuming -------------------------------------------------------------------------
+
+    def reserve(
+        self, topic: str, count: int, ttr_ms: int | None, holder: TimerHolder | None
+    ) -> Steps[ReserveResult]:
+        """``holder``: the waiter's watcher; the script may hand it a shard's timer."""
+        token = holder.token if holder is not None else ""
+        jobs: list[Reservation] = []
+        wake: float | None = None
+        start = self._next_shard
+        self._next_shard = (start + 1) % self.shards
+        for step in range(self.shards):
+            shard = (start + step) % self.shards
+            reply = yield from self._run(
+                "reserve",
+                topic,
+                shard,
+                count - len(jobs),
+                ttr_ms or 0,
+                secrets.token_hex(8),
+                token,
+            )
+            wake_in = int(reply[0]) / 1000  # µs from the script
+            if wake_in >= 0:
+                wake = wake_in if wake is None else min(wake, wake_in)
+            if holder is not None:
+                if reply[1] == 1:
+                    holder.timers.add(shard)
+                else:
+                    holder.timers.discard(shard)
+            jobs += reservations(topic, reply, ttr_ms)
+            if len(jobs) >= count:
+                break
+        return ReserveResult(jobs, None if jobs else wake)
+
+    def release(self, topic: str, shards: set[int], token: str) -> Steps[None]:
+        """Hand on the timers a waiter held (it stops waiting)."""
+        yield from self._run_many("release", topic, [(shard, [token]) for shard in sorted(shards)])
+
+    def ack_many(self, topic: str, leases: Sequence[tuple[str, str]]) -> Steps[list[str]]:
+        lost: list[str] = []
+        for shard, indexes in self._by_shard([job_id for job_id, _ in leases]).items():
+            args = [v for i in indexes for v in (id_key(leases[i][0]), leases[i][1])]
+            reply = yield from self._run("ack", topic, shard, *args)
+            lost += [key_id(job_id) for job_id in reply]
+        return lost
+
+    def nack(
+        self,
+        topic: str,
+        job_id: str,
+        lease: str,
+        delay_ms: int | None,
+        error: str | None,
+        backoff: Backoff,
+        jitter: float,
+    ) -> Steps[State]:
+        reply = yield from self._run(
+            "nack",
+            topic,
+            shard_of(job_id, self.shards),
+            id_key(job_id),
+            lease,
+            -1 if delay_ms is None else delay_ms,
+            error or "",
+            round(backoff.base * 1000),
+            backoff.factor,
+            round(backoff.cap * 1000),
+            jitter,
+        )
+        if reply is None:
+            raise LeaseLost(topic, job_id)
+        return State(reply.decode())
+
+    def touch(self, topic: str, job_id: str, lease: str, ttr_ms: int | None) -> Steps[int]:
+        reply = yield from self._run(
+            "touch", topic, shard_of(job_id, self.shards), id_key(job_id), lease, ttr_ms or 0
+        )
+        if reply is None:
+            raise LeaseLost(topic, job_id)
+        return int(reply)
+
+    def bury(self, topic: str, job_id: str, lease: str, error: str | None) -> Steps[None]:
+        reply = yield from self._run(
+            "bury", topic, shard_of(job_id, self.shards), id_key(job_id), lease, error or ""
+        )
+        if reply is None:
+            raise LeaseLost(topic, job_id)
+
+    # -- by id ------------------------------------------------------------------------------
+
+    def get(self, topic: str, job_id: str) -> Steps[JobInfo | None]:
+        reply = yield from self._run("get", topic, shard_of(job_id, self.shards), id_key(job_id))
+        if reply is None:
+            return None
+        return info_from_record(topic, job_id, reply[1], int(reply[0]))
+
+    def delete(self, topic: str, job_id: str) -> Steps[bool]:
+        shard = shard_of(job_id, self.shards)
+        return bool((yield from self._run("delete", topic, shard, id_key(job_id))))
+
+    def reschedule(
+        self, topic: str, job_id: str, delay_ms: int, run_at_ms: int | None
+    ) -> Steps[bool]:
+        moved = yield from self._run(
+            "reschedule",
+            topic,
+            shard_of(job_id, self.shards),
+            id_key(job_id),
+            delay_ms,
+            -1 if run_at_ms is None else run_at_ms,
+        )
+        return bool(moved)
+
+    # -- topic-wide ---------------------------------------------------------------------------
+
+    def stats(self, topic: str) -> Steps[dict[str, Any]]:
+        totals = {"delayed": 0, "ready": 0, "reserved": 0, "dead": 0}
+        paused = False
+        next_due: int | None = None
+        for shard in range(self.shards):
+            reply = yield from self._run("stats", topic, shard)
+            delayed, ready, reserved, dead, is_paused, first = (int(v) for v in reply)
+            for name, value in zip(totals, (delayed, ready, reserved, dead), strict=True):
+                totals[name] += value
+            paused = paused or bool(is_paused)
+            if first >= 0:
+                next_due = first if next_due is None else min(next_due, first)
+        return {**totals, "total": sum(totals.values()), "paused": paused, "next_due_at": next_due}
+
+    def topics(self) -> Steps[list[str]]:
+        names: set[bytes] = yield Command(("SMEMBERS", topics_key(self.prefix)))
+        return sorted(name.decode() for name in names)
+
+    def dead(self, topic: str, limit: int) -> Steps[list[JobInfo]]:
+        found: list[JobInfo] = []
+        for shard in range(self.shards):
+            reply = yield from self._run("dead", topic, shard, limit)
+            now = int(reply[0])
+            for b in range(1, len(reply), 2):
+                info = info_from_record(topic, key_id(reply[b]), reply[b + 1], now)
+                if info is not None:
+                    found.append(info)
+        return found[:limit]
+
+    def requeue(self, topic: str, ids: Sequence[str] | None) -> Steps[int]:
+        moved = 0
+        if ids is not None:
+            for shard, indexes in self._by_shard(ids).items():
+                named = (id_key(ids[i]) for i in indexes)
+                moved += int((yield from self._run("requeue", topic, shard, 0, *named)))
+            return moved
+        for shard in range(self.shards):
+            while (n := int((yield from self._run("requeue", topic, shard, _PURGE_BATCH)))) > 0:
+                moved += n
+        return moved
+
+    def purge(self, topic: str) -> Steps[int]:
+        deleted = 0
+        for shard in range(self.shards):
+            while (n := int((yield from self._run("purge", topic, shard, _PURGE_BATCH)))) >= 0:
+                deleted += n
+        if not (yield from self.stats(topic))["paused"]:
+            yield Command(("SREM", topics_key(self.prefix), topic))
+            self._known_topics.discard(topic)
+        return deleted
+
+    def set_paused(self, topic: str, paused: bool) -> Steps[None]:
+        if paused:
+            yield from self._register(topic)
+        for shard in range(self.shards):
+            yield from self._run("pause", topic, shard, "1" if paused else "0")
+
+    def events(self, topic: str | None, cursor: str | None, limit: int) -> Steps[EventPage]:
+        # the cursor maps each stream to the seq of the last event read from it
+        positions = _parse_cursor(cursor)
+        topics = [topic] if topic is not None else (yield from self.topics())
+        streams: list[list[tuple[str, Event]]] = []
+        for name in topics:
+            for shard in range(self.shards):
+                key = self.keys(name, shard)[6]
+                after = positions.get(key, 0)
+                # an entry's id is its last event's seq: from the entry holding after + 1
+                entries: list[tuple[bytes, dict[bytes, bytes]]] = yield Command(
+                    ("XRANGE", key, f"{after + 1}-0", "+", "COUNT", limit)
+                )
+                streams.append(
+                    [
+                        (key, event)
+                        for entry_id, fields in entries
+                        for event in decode_entry(name, entry_id, fields)
+                        if event.seq > after
+                    ]
+                )
+        # oldest first across streams; each stream stays in its own order, so a
+        # page is a prefix of every stream and the cursor loses nothing
+        merged = heapq.merge(*streams, key=lambda item: (item[1].ts_ms, item[1].seq))
+        page = list(itertools.islice(merged, limit))
+        for key, event in page:
+            positions[key] = event.seq
+        return EventPage([event for _, event in page], json.dumps(positions, sort_keys=True))
+
+
+def _parse_cursor(cursor: str | None) -> dict[str, int]:
+    if cursor is None:
+        return {}
+    try:
+        positions = json.loads(cursor)
+    except (TypeError, ValueError):
+        positions = None
+    if not isinstance(positions, dict) or not all(
+        isinstance(k, str) and type(v) is int and v >= 0 for k, v in positions.items()
+    ):
+        raise InvalidInput(
+            f"bad event cursor {cursor!r}: pass the cursor of a previous page, or None"
+        )
+    return positions

@@ -1,0 +1,122 @@
+"""The argument checks of every facade method, shared by ``Queue`` and
+``chronoq.aio.AsyncQueue``: each turns a user's arguments into what the
+backend takes, or raises ``InvalidInput``. No I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from chronoq.errors import InvalidInput, InvalidJob
+from chronoq.job import (
+    Job,
+    NewJob,
+    Reservation,
+    duration_ms,
+    prepare_job,
+    run_at_ms,
+    validate_id,
+    validate_topic,
+)
+
+__all__ = [
+    "MAX_COUNT",
+    "MAX_WAIT_S",
+    "LeaseRef",
+    "check_limit",
+    "error_text",
+    "group_leases",
+    "lease_args",
+    "optional_ttr_ms",
+    "put_args",
+    "requeue_ids",
+    "reschedule_args",
+    "reserve_args",
+]
+
+MAX_COUNT = 10_000
+MAX_WAIT_S = 3600.0
+MAX_ERROR_CHARS = 10_000
+LeaseRef = Reservation | str
+
+
+def put_args(topic: str, jobs: list[Job], max_payload: int, batch: bool) -> list[NewJob]:
+    """Every job validated and encoded; one invalid job raises ``InvalidJob``."""
+    try:
+        validate_topic(topic)
+    except InvalidInput as exc:
+        raise InvalidJob(str(exc)) from None
+    return [
+        prepare_job(job, max_payload, index if batch else None) for index, job in enumerate(jobs)
+    ]
+
+
+def reserve_args(
+    topic: str, count: int, wait: float, ttr: float | None
+) -> tuple[float, int | None]:
+    """The wait in seconds and the lease length override in ms."""
+    validate_topic(topic)
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_COUNT:
+        raise InvalidInput(f"count must be an integer from 1 to {MAX_COUNT}, got {count!r}")
+    wait_s = duration_ms(wait, "wait") / 1000
+    if wait_s > MAX_WAIT_S:
+        raise InvalidInput(f"wait must be at most {MAX_WAIT_S:g} seconds, got {wait!r}")
+    return wait_s, optional_ttr_ms(ttr)
+
+
+def optional_ttr_ms(ttr: float | None) -> int | None:
+    return None if ttr is None else duration_ms(ttr, "ttr", minimum_ms=1)
+
+
+def lease_args(job: LeaseRef, job_id: str | None, lease: str | None) -> tuple[str, str, str]:
+    """(topic, id, lease token) from a Reservation, or from the three given."""
+    if isinstance(job, Reservation):
+        if job_id is not None or lease is not None:
+            raise InvalidInput("pass a Reservation, or topic, id and lease; not both")
+        return job.topic, job.id, job.lease
+    if job_id is None or lease is None:
+        raise InvalidInput("pass a Reservation, or all three of topic, id and lease")
+    if not isinstance(lease, str) or not lease:
+        raise InvalidInput(f"lease must be the token of a reservation, got {lease!r}")
+    return validate_topic(job), validate_id(job_id), lease
+
+
+def group_leases(jobs: Iterable[Reservation]) -> dict[str, list[tuple[str, str]]]:
+    """``(id, lease)`` pairs by topic, for ``ack_many``."""
+    by_topic: dict[str, list[tuple[str, str]]] = {}
+    for job in jobs:
+        topic, job_id, token = lease_args(job, None, None)
+        by_topic.setdefault(topic, []).append((job_id, token))
+    return by_topic
+
+
+def error_text(error: object) -> str | None:
+    """The text kept as ``last_error``, cut to a sane length."""
+    if error is None:
+        return None
+    text = str(error)
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
+
+
+def reschedule_args(
+    topic: str, job_id: str, delay: float | None, run_at: datetime | float | None
+) -> tuple[int, int | None]:
+    """The delay in ms and the due time in ms (or None)."""
+    validate_topic(topic)
+    validate_id(job_id)
+    if (delay is None) == (run_at is None):
+        raise InvalidInput("reschedule takes exactly one of delay or run_at")
+    delay_ms = 0 if delay is None else duration_ms(delay, "delay")
+    return delay_ms, None if run_at is None else run_at_ms(run_at)
+
+
+def requeue_ids(topic: str, ids: Sequence[str] | None) -> list[str] | None:
+    validate_topic(topic)
+    if isinstance(ids, str):
+        raise InvalidInput("ids must be a list of ids, not one string")
+    return None if ids is None else [validate_id(job_id) for job_id in ids]
+
+
+def check_limit(limit: object) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100_000:
+        raise InvalidInput(f"limit must be an integer from 1 to 100000, got {limit!r}")

@@ -1,0 +1,70 @@
+"""What a handler may raise to choose what happens to its job, and the log
+line of each run."""
+
+from __future__ import annotations
+
+import logging
+
+from chronoq.job import Reservation, duration_ms
+
+__all__ = ["Bury", "Retry", "error_of", "log_outcome"]
+
+log = logging.getLogger("chronoq")
+
+
+class Retry(Exception):
+    """Raise in a handler to run the job again after ``delay`` seconds (None:
+    the job's backoff). Counts as an attempt: once they are used up, it is dead."""
+
+    def __init__(self, delay: float | None = None, reason: str | None = None) -> None:
+        if delay is not None:
+            # checked here, so that a bad delay fails in the handler (and is
+            # its last_error) rather than in the nack, after the handler ended
+            duration_ms(delay, "delay")
+        super().__init__(reason or ("retry requested" if delay is None else f"retry in {delay} s"))
+        self.delay = delay
+
+
+class Bury(Exception):
+    """Raise in a handler to move the job to dead at once, with ``reason`` kept
+    as its ``last_error`` (for inspection and ``requeue``)."""
+
+    def __init__(self, reason: str = "buried by its handler") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def error_of(exc: BaseException) -> str:
+    """The ``last_error`` text of a failed run: the exception's type and message."""
+    try:
+        text = str(exc)
+    except Exception:  # a broken __str__ must not keep the job from being settled
+        text = "(its str() failed)"
+    if isinstance(exc, Retry | Bury):
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def log_outcome(
+    job: Reservation, elapsed_ms: float, outcome: str, error: BaseException | None
+) -> None:
+    """The INFO line of one run, with its fields also as ``record.chronoq``."""
+    text = None if error is None else error_of(error)
+    fields = {
+        "topic": job.topic,
+        "id": job.id,
+        "attempt": job.attempts,
+        "outcome": outcome,
+        "duration_ms": round(elapsed_ms, 2),
+        "error": text,
+    }
+    log.info(
+        "job topic=%s id=%s attempt=%d outcome=%s duration_ms=%.2f%s",
+        job.topic,
+        job.id,
+        job.attempts,
+        outcome,
+        elapsed_ms,
+        "" if text is None else f" error={text!r}",
+        extra={"chronoq": fields},
+    )

@@ -1,0 +1,403 @@
+"""One run of a Worker on one event loop: its fetchers, running handlers,
+lease renewals, acks and settling of failed jobs, and the shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import random
+import signal
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from chronoq.aio.base import AsyncWatcher
+from chronoq.aio.queue import AsyncQueue
+from chronoq.backends.base import ReserveResult
+from chronoq.errors import BackendUnavailable, ChronoqError, LeaseLost
+from chronoq.job import Reservation
+from chronoq.worker.acks import AckBatcher
+from chronoq.worker.outcomes import Bury, Retry, error_of, log_outcome
+from chronoq.worker.pause import Pause
+from chronoq.worker.threads import HandlerThreads
+
+if TYPE_CHECKING:
+    from chronoq.worker.worker import Handler, Worker
+
+__all__ = ["Session"]
+
+log = logging.getLogger("chronoq")
+
+IDLE_WAIT_S = 5.0  # a waiting fetcher checks that it should still wait this often
+RECURRING_REFRESH_S = 1.0  # schedules added by other processes are seen this soon
+SETTLE_TIMEOUT_S = 5.0  # at shutdown, for the last acks, nacks and releases
+
+
+@dataclass(slots=True)
+class _Running:
+    job: Reservation
+    started: float
+    renewal: asyncio.TimerHandle | None = None
+    task: asyncio.Task[None] | None = None
+
+
+class Session:
+    """One run of a worker, on one event loop."""
+
+    def __init__(self, worker: Worker, loop: asyncio.AbstractEventLoop) -> None:
+        self.w = worker
+        self.loop = loop
+        if isinstance(worker.queue, AsyncQueue):
+            self.q, self._owns_queue = worker.queue, False
+        else:
+            self.q, self._owns_queue = AsyncQueue.from_queue(worker.queue), True
+        self.ttr_ms = worker.ttr_ms
+        self.free = worker.concurrency
+        self.slot_freed = asyncio.Event()
+        self.stopping = asyncio.Event()
+        self.hurry = asyncio.Event()  # a second signal: no grace
+        self.idle = asyncio.Event()
+        self.idle.set()
+        self.running: dict[int, _Running] = {}
+        self.tokens = itertools.count()
+        self.side_tasks: set[asyncio.Task[Any]] = set()
+        self.signals = 0
+
+    # -- stopping --------------------------------------------------------------------
+
+    def on_signal(self, signum: int) -> None:
+        self.signals += 1
+        log.info(
+            "%s received: %s",
+            signal.Signals(signum).name,
+            "stopping now" if self.signals > 1 else "stopping after the running jobs",
+        )
+        self.request_stop(self.signals > 1)
+
+    def request_stop(self, now: bool = False) -> None:
+        self.stopping.set()
+        self.slot_freed.set()
+        if now:
+            self.hurry.set()
+
+    # -- the session ------------------------------------------------------------------
+
+    async def run(self) -> None:
+        self.threads = HandlerThreads(self.w.concurrency, self.loop, self.finished)
+        self.acks = AckBatcher(self.q, self.lost)
+        topics = sorted(self.w.handlers)
+        loops = [self.loop.create_task(self.fetch(t), name=f"chronoq-fetch-{t}") for t in topics]
+        if self.w.recurring:
+            loops += [
+                self.loop.create_task(self.schedule(t), name=f"chronoq-recurring-{t}")
+                for t in topics
+            ]
+        log.info(
+            "worker started: topics %s, concurrency %d, store %s",
+            ", ".join(topics),
+            self.w.concurrency,
+            self.q.url,
+        )
+        # these tasks end only when stopping, or on a bug: then the worker
+        # stops and raises it, rather than going on without a fetcher
+        stopped = self.loop.create_task(self.stopping.wait())
+        try:
+            done, _ = await asyncio.wait(
+                [stopped, *loops, self.acks.task], return_when=asyncio.FIRST_COMPLETED
+            )
+            failure = _failure(done - {stopped})
+            if failure is not None:
+                log.error("the worker stops: %s failed", failure[0], exc_info=failure[1])
+                self.request_stop()
+        finally:
+            stopped.cancel()
+            for task in loops:
+                task.cancel()
+            await asyncio.gather(*loops, return_exceptions=True)
+            await self.shut_down()
+        if failure is not None:
+            raise failure[1]
+
+    async def shut_down(self) -> None:
+        if self.running and not self.hurry.is_set():
+            log.info("waiting up to %g s for %d running jobs", self.w.grace, len(self.running))
+            waits = [
+                self.loop.create_task(self.idle.wait()),
+                self.loop.create_task(self.hurry.wait()),
+            ]
+            await asyncio.wait(waits, timeout=self.w.grace, return_when=asyncio.FIRST_COMPLETED)
+            for task in waits:
+                task.cancel()
+        for token in list(self.running):
+            self.release(token)
+        if self.side_tasks:
+            await asyncio.wait(set(self.side_tasks), timeout=SETTLE_TIMEOUT_S)
+        if not await self.acks.flush(SETTLE_TIMEOUT_S):
+            log.warning("some acks did not reach the store; those jobs will be redelivered")
+        await self.acks.close()
+        self.threads.close()
+        for task in set(self.side_tasks):
+            task.cancel()
+        if self._owns_queue:
+            await self.q.close()
+        log.info(
+            "worker stopped: %d acked, %d retried, %d buried, %d released",
+            self.w.counts.acked,
+            self.w.counts.retried,
+            self.w.counts.buried,
+            self.w.counts.released,
+        )
+
+    def spawn(self, coroutine: Any) -> None:
+        task = self.loop.create_task(coroutine)
+        self.side_tasks.add(task)
+        task.add_done_callback(self.side_tasks.discard)
+
+    # -- reserving ---------------------------------------------------------------------
+
+    async def fetch(self, topic: str) -> None:
+        pause = Pause()
+        watcher: AsyncWatcher | None = None
+        try:
+            while not self.stopping.is_set():
+                try:
+                    if watcher is None:
+                        watcher = await self.q.backend.watch(topic)
+                    await self.fetch_once(topic, watcher)
+                    pause.reset()
+                except ChronoqError as exc:
+                    if not isinstance(exc, BackendUnavailable):
+                        log.error("reserving from %s failed: %s", topic, exc)
+                    else:
+                        log.warning(
+                            "store unavailable while reserving %s, retrying: %s", topic, exc
+                        )
+                    if watcher is not None:
+                        with contextlib.suppress(ChronoqError):
+                            await watcher.close()
+                        watcher = None
+                    await pause.sleep()
+        finally:
+            if watcher is not None:
+                with contextlib.suppress(ChronoqError):
+                    await watcher.close()
+
+    async def fetch_once(self, topic: str, watcher: AsyncWatcher) -> None:
+        while self.free == 0:
+            self.slot_freed.clear()
+            await self.slot_freed.wait()
+            if self.stopping.is_set():
+                return
+        claimed = min(self.free, self.w.batch)
+        self.free -= claimed  # other topics' fetchers do not take these slots meanwhile
+        started = 0
+        try:
+            result, cancel = await self.lease(topic, claimed, watcher)
+            for job in result.jobs:
+                self.start(job)
+                started += 1
+        finally:
+            self.free += claimed - started
+            if claimed > started:
+                self.slot_freed.set()
+        if cancel is not None:
+            raise cancel
+        if not result.jobs:
+            timeout = IDLE_WAIT_S
+            if result.wake_in_ms is not None:
+                timeout = min(timeout, result.wake_in_ms / 1000)
+            await watcher.wait(timeout)
+
+    async def lease(
+        self, topic: str, count: int, watcher: AsyncWatcher
+    ) -> tuple[ReserveResult, asyncio.CancelledError | None]:
+        """Reserve; if the worker stops meanwhile, the jobs and the cancellation."""
+        call = asyncio.ensure_future(self.q.backend.reserve(topic, count, self.ttr_ms, watcher))
+        try:
+            result = await asyncio.shield(call)
+        except asyncio.CancelledError as cancel:
+            # the call may lease jobs: they run within the grace like the others.
+            # Giving them back would use up an attempt of jobs that never ran
+            # (and a job on its last attempt would go dead)
+            return await call, cancel
+        self.w.counts.reserve_calls += 1
+        return result, None
+
+    # -- running handlers ---------------------------------------------------------------
+
+    def start(self, job: Reservation) -> None:
+        token = next(self.tokens)
+        run = self.running[token] = _Running(job, time.monotonic())
+        self.idle.clear()
+        run.renewal = self.loop.call_later(job.ttr / 3, self.renew, token)
+        handler = self.w.handlers[job.topic]
+        if self.w._is_async[job.topic]:
+            run.task = self.loop.create_task(self.run_async(handler, job, token))
+        else:
+            self.threads.submit(handler, job, token)
+
+    async def run_async(self, handler: Handler, job: Reservation, token: int) -> None:
+        try:
+            await handler(job)
+        except asyncio.CancelledError:
+            # cancelled by someone else than release(): a failed run, unless the
+            # loop is ending in a hurry (asyncio cancels every task), when the
+            # shutdown that follows releases the job as it does the others
+            if token in self.running and not self.hurry.is_set():
+                self.finished(token, RuntimeError("the handler was cancelled"))
+            raise
+        except (KeyboardInterrupt, SystemExit):
+            # asyncio ends the loop with them, and the shutdown that follows
+            # would wait the whole grace for this job: skip it, and let the
+            # shutdown release this job and the others at once
+            self.request_stop(now=True)
+            raise
+        except Exception as exc:
+            self.finished(token, exc)
+        else:
+            self.finished(token, None)
+
+    def finished(self, token: int, error: BaseException | None) -> None:
+        """A handler ended (on the loop): free its slot and settle its job."""
+        run = self.running.pop(token, None)
+        if run is None:  # released at shutdown while it ran: its result is void
+            return
+        self.free_slot(run)
+        job = run.job
+        if error is None:
+            outcome = "ack"
+            self.acks.add(job)
+            self.w.counts.acked += 1
+        elif isinstance(error, Bury):
+            outcome = "bury"
+            self.spawn(self.settle(job, bury=True, error=error))
+        else:
+            # the nack of a job on its last attempt moves it to dead
+            outcome = "dead" if job.attempts >= job.max_attempts else "retry"
+            self.spawn(self.settle(job, bury=False, error=error))
+        if log.isEnabledFor(logging.INFO):
+            log_outcome(job, (time.monotonic() - run.started) * 1000, outcome, error)
+
+    def free_slot(self, run: _Running) -> None:
+        if run.renewal is not None:
+            run.renewal.cancel()
+        self.free += 1
+        self.slot_freed.set()
+        if not self.running:
+            self.idle.set()
+
+    async def settle(self, job: Reservation, *, bury: bool, error: BaseException) -> None:
+        """Nack or bury a failed job, retrying while the store is down."""
+        pause = Pause()
+        text = error_of(error)
+        delay = error.delay if isinstance(error, Retry) else None
+        while True:
+            try:
+                if bury:
+                    await self.q.bury(job, error=text)
+                    self.w.counts.buried += 1
+                else:
+                    await self.nack(job, delay, text)
+                    self.w.counts.retried += 1
+                return
+            except LeaseLost:
+                self.lost([job.id])
+                return
+            except BackendUnavailable as exc:
+                if self.hurry.is_set():
+                    return
+                log.warning("could not settle job %s, retrying: %s", job.id, exc)
+                await pause.sleep()
+            except ChronoqError as exc:  # not the store being down: it would fail again
+                log.error(
+                    "could not %s job %s/%s (it runs again when its lease ends): %s",
+                    "bury" if bury else "nack",
+                    job.topic,
+                    job.id,
+                    exc,
+                )
+                return
+
+    async def nack(self, job: Reservation, delay: float | None, text: str) -> None:
+        backoff = self.w.backoff_for(job.topic, self.q)
+        if delay is None:
+            await self.q.backend.nack(
+                job.topic, job.id, job.lease, None, text, backoff, random.random()
+            )
+        else:
+            await self.q.nack(job, delay=delay, error=text)
+
+    def release(self, token: int) -> None:
+        """Give a job whose handler is still running back to the queue at once."""
+        run = self.running.pop(token)
+        self.free_slot(run)
+        if run.task is not None:
+            run.task.cancel()
+        self.w.counts.released += 1
+        self.spawn(self.give_back(run.job))
+
+    async def give_back(self, job: Reservation) -> None:
+        try:
+            await self.q.nack(job, delay=0, error="the worker stopped before its handler ended")
+        except ChronoqError as exc:
+            log.warning(
+                "could not release job %s/%s (it runs again when its lease ends): %s",
+                job.topic,
+                job.id,
+                exc,
+            )
+
+    def renew(self, token: int) -> None:
+        run = self.running.get(token)
+        if run is None:
+            return
+        run.renewal = self.loop.call_later(run.job.ttr / 3, self.renew, token)
+        self.spawn(self.touch(token, run.job))
+
+    async def touch(self, token: int, job: Reservation) -> None:
+        try:
+            await self.q.touch(job, ttr=job.ttr)
+        except LeaseLost:
+            run = self.running.get(token)
+            if run is None:  # it finished (and was acked) while this touch was on the wire
+                return
+            if run.renewal is not None:
+                run.renewal.cancel()
+            log.warning("lost the lease of job %s/%s while its handler ran", job.topic, job.id)
+        except ChronoqError as exc:  # the next renewal tries again
+            log.warning("could not renew the lease of job %s/%s: %s", job.topic, job.id, exc)
+
+    def lost(self, ids: list[str]) -> None:
+        self.w.counts.lost += len(ids)
+        log.warning(
+            "%d jobs finished after their lease was lost (they run again): %s",
+            len(ids),
+            ", ".join(ids[:10]),
+        )
+
+    # -- recurring jobs -----------------------------------------------------------------
+
+    async def schedule(self, topic: str) -> None:
+        """Put the topic's recurring occurrences as they fall due."""
+        pause = Pause()
+        while not self.stopping.is_set():
+            try:
+                run = await self.q.run_recurring(topic)
+                pause.reset()
+                sleep = RECURRING_REFRESH_S
+                if run.next_at is not None:
+                    sleep = min(sleep, max(run.next_at / 1000 - time.time(), 0.0))
+            except ChronoqError as exc:
+                log.warning("could not put the recurring jobs of %s: %s", topic, exc)
+                sleep = pause.take()
+            await asyncio.sleep(sleep)
+
+
+def _failure(tasks: set[asyncio.Task[Any]]) -> tuple[str, BaseException] | None:
+    """The name and exception of a task that failed, if one did."""
+    for task in tasks:
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            return task.get_name(), exc
+    return None

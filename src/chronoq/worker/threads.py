@@ -1,0 +1,81 @@
+"""The threads that run plain-function handlers.
+
+A ``ThreadPoolExecutor`` future per job costs a lock, a condition and a
+call_soon_threadsafe each; at tens of thousands of jobs a second that is most
+of the work. Here ``concurrency`` long-lived daemon threads take jobs from one
+queue, and report back through a deque that the event loop drains in one call
+per burst. Daemon threads: a handler stuck forever cannot keep the process
+alive after a forced exit."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import queue
+import threading
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+__all__ = ["HandlerThreads"]
+
+Done = Callable[[Any, BaseException | None], None]  # (token, error) on the loop
+
+
+class HandlerThreads:
+    def __init__(self, count: int, loop: asyncio.AbstractEventLoop, done: Done) -> None:
+        self._loop = loop
+        self._done = done
+        self._work: queue.SimpleQueue[tuple[Callable[[Any], Any], Any, Any] | None] = (
+            queue.SimpleQueue()
+        )
+        self._results: deque[tuple[Any, BaseException | None]] = deque()
+        self._drain_pending = False
+        self._threads = [
+            threading.Thread(target=self._serve, name=f"chronoq-handler-{n}", daemon=True)
+            for n in range(count)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, fn: Callable[[Any], Any], arg: Any, token: Any) -> None:
+        """Run ``fn(arg)`` in a thread; ``done(token, error)`` runs on the loop after."""
+        self._work.put((fn, arg, token))
+
+    def _serve(self) -> None:
+        while (item := self._work.get()) is not None:
+            fn, arg, token = item
+            error: BaseException | None = None
+            try:
+                result = fn(arg)
+                if inspect.isawaitable(result):
+                    # a plain function that returned a coroutine (a lambda
+                    # around an async function): its author meant it awaited
+                    asyncio.run_coroutine_threadsafe(_awaited(result), self._loop).result()
+            except BaseException as exc:  # reported to the worker, which decides
+                error = exc
+            self._results.append((token, error))
+            # the loop clears the flag before it drains, so a result appended
+            # while it drains is either seen by that drain or schedules another
+            if not self._drain_pending:
+                self._drain_pending = True
+                try:
+                    self._loop.call_soon_threadsafe(self._drain)
+                except RuntimeError:  # the loop is closed: the process is exiting
+                    return
+
+    def _drain(self) -> None:
+        self._drain_pending = False
+        results = self._results
+        while results:
+            token, error = results.popleft()
+            self._done(token, error)
+
+    def close(self) -> None:
+        """Let the threads end once their current job is done (not waited for)."""
+        for _ in self._threads:
+            self._work.put(None)
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
