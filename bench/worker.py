@@ -49,7 +49,7 @@ import chronoq
 from chronoq import Job, Reservation
 
 DRAIN_TARGET_REDIS = 20_000.0  # jobs/s, the figure for one process on Redis
-CONCURRENCY = (10, 100)  # the default, and a setting for tiny handlers
+CONCURRENCY = (10, 200)  # the default, and two reserves of 100 in flight for tiny handlers
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,8 @@ def run_store(name: str, url: str, sizes: Sizes) -> list[Rate]:
                 )
                 for r in range(sizes.repeats)
             ]
-            target = DRAIN_TARGET_REDIS if name == "redis" and concurrency == 100 else None
+            targeted = name == "redis" and concurrency == CONCURRENCY[-1]
+            target = DRAIN_TARGET_REDIS if targeted else None
             label = f"{name}: Worker, {kind} no-op handler, concurrency {concurrency}"
             rates.append(
                 Rate(

@@ -145,3 +145,50 @@ def test_timer_lapses_when_its_holder_is_killed(
     # no one timed the due job: it waited for the dead holder's timer to lapse
     assert at < due + TIMER_LEASE_S * 1000 + 1000, f"{at - due} ms late"
     waiters.join(12)
+
+
+LEASER = r"""
+import json, sys
+import chronoq
+
+args = json.loads(sys.argv[1])
+q = chronoq.connect(args["url"])
+print("waiting", flush=True)
+[job] = q.reserve("leased", wait=30, ttr=1)
+print("leased", flush=True)
+q.reserve("leased", wait=30)  # times its own lease: the shard's only timed change
+"""
+
+
+@pytest.mark.timeout(40)
+def test_a_waiter_asleep_before_a_lease_takes_over_when_its_holder_dies(
+    server: RedisServer,
+    open_queue: Callable[[str], chronoq.Queue],
+    raw_client: Callable[..., Any],
+    spawn: Callable[..., Child],
+) -> None:
+    """A waiter that went to sleep on an empty shard knows no due time. When
+    another consumer leases a job and then times that lease, the waiter is
+    woken once to learn when that timer lapses: if the holder dies, the job
+    comes back about TIMER_LEASE after its lease ended, not when the waiter's
+    own wait ends."""
+    q = open_queue(server.url)
+    raw = raw_client(server)
+    leaser = spawn(LEASER, url=server.url)
+    assert leaser.expect() == "waiting"
+    wait_until(lambda: blocked_clients(raw) == 1, what="the child to block")
+    waiters = Waiters(q, "leased")
+    waiters.start(wait=15)  # blocks after the child: the put's token goes to the child
+    wait_until(lambda: blocked_clients(raw) == 2, what="both consumers to block")
+    q.put("leased", "x", id="x")
+    assert leaser.expect() == "leased"
+    wait_until(lambda: raw.get("chronoq:{leased:0}:timer"), what="the child to time its lease")
+    leaser.proc.kill()
+    leaser.proc.wait(5)
+    killed = time.time_ns() // 1_000_000
+    wait_until(lambda: waiters.got(), timeout=12, what="the job to be delivered")
+    [(at, job_id)] = waiters.got()
+    assert job_id == "x"
+    # the lease (1 s) ends within a second of the kill, then the timer lapses
+    assert at < killed + 1000 + TIMER_LEASE_S * 1000 + 1500, f"{at - killed} ms after the kill"
+    waiters.join(20)

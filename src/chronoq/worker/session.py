@@ -36,11 +36,23 @@ SETTLE_TIMEOUT_S = 5.0  # at shutdown, for the last acks, nacks and releases
 
 
 @dataclass(slots=True)
+class _Lot:
+    """The jobs that one reserve leased with one ttr: their leases are renewed
+    together, by one timer (a timer per job was a tenth of a busy loop's time)."""
+
+    period: float
+    tokens: list[int]
+    left: int = 0  # jobs still running
+    timer: asyncio.TimerHandle | None = None
+
+
+@dataclass(slots=True)
 class _Running:
     job: Reservation
     started: float
-    renewal: asyncio.TimerHandle | None = None
+    lot: _Lot
     task: asyncio.Task[None] | None = None
+    renewing: bool = True
 
 
 class Session:
@@ -195,9 +207,15 @@ class Session:
         started = 0
         try:
             result, cancel = await self.lease(topic, claimed, watcher)
+            lots: dict[float, _Lot] = {}
             for job in result.jobs:
-                self.start(job)
+                lot = lots.get(job.ttr)
+                if lot is None:
+                    lot = lots[job.ttr] = _Lot(job.ttr / 3, [])
+                self.start(job, lot)
                 started += 1
+            for lot in lots.values():
+                lot.timer = self.loop.call_later(lot.period, self.renew, lot)
         finally:
             self.free += claimed - started
             if claimed > started:
@@ -227,11 +245,12 @@ class Session:
 
     # -- running handlers ---------------------------------------------------------------
 
-    def start(self, job: Reservation) -> None:
+    def start(self, job: Reservation, lot: _Lot) -> None:
         token = next(self.tokens)
-        run = self.running[token] = _Running(job, time.monotonic())
+        run = self.running[token] = _Running(job, time.monotonic(), lot)
+        lot.tokens.append(token)
+        lot.left += 1
         self.idle.clear()
-        run.renewal = self.loop.call_later(job.ttr / 3, self.renew, token)
         handler = self.w.handlers[job.topic]
         if self.w._is_async[job.topic]:
             run.task = self.loop.create_task(self.run_async(handler, job, token))
@@ -281,8 +300,10 @@ class Session:
             log_outcome(job, (time.monotonic() - run.started) * 1000, outcome, error)
 
     def free_slot(self, run: _Running) -> None:
-        if run.renewal is not None:
-            run.renewal.cancel()
+        lot = run.lot
+        lot.left -= 1
+        if lot.left == 0 and lot.timer is not None:
+            lot.timer.cancel()
         self.free += 1
         self.slot_freed.set()
         if not self.running:
@@ -349,12 +370,14 @@ class Session:
                 exc,
             )
 
-    def renew(self, token: int) -> None:
-        run = self.running.get(token)
-        if run is None:
+    def renew(self, lot: _Lot) -> None:
+        running = self.running
+        lot.tokens = [t for t in lot.tokens if t in running and running[t].renewing]
+        if not lot.tokens:
             return
-        run.renewal = self.loop.call_later(run.job.ttr / 3, self.renew, token)
-        self.spawn(self.touch(token, run.job))
+        lot.timer = self.loop.call_later(lot.period, self.renew, lot)
+        for token in lot.tokens:
+            self.spawn(self.touch(token, running[token].job))
 
     async def touch(self, token: int, job: Reservation) -> None:
         try:
@@ -363,8 +386,7 @@ class Session:
             run = self.running.get(token)
             if run is None:  # it finished (and was acked) while this touch was on the wire
                 return
-            if run.renewal is not None:
-                run.renewal.cancel()
+            run.renewing = False
             log.warning("lost the lease of job %s/%s while its handler ran", job.topic, job.id)
         except ChronoqError as exc:  # the next renewal tries again
             log.warning("could not renew the lease of job %s/%s: %s", job.topic, job.id, exc)

@@ -31,15 +31,19 @@ class HandlerThreads:
         )
         self._results: deque[tuple[Any, BaseException | None]] = deque()
         self._drain_pending = False
-        self._threads = [
-            threading.Thread(target=self._serve, name=f"chronoq-handler-{n}", daemon=True)
-            for n in range(count)
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._count = count
+        self._threads: list[threading.Thread] = []  # started by the first job: a
+        # worker of async handlers only needs none
 
     def submit(self, fn: Callable[[Any], Any], arg: Any, token: Any) -> None:
         """Run ``fn(arg)`` in a thread; ``done(token, error)`` runs on the loop after."""
+        if not self._threads:
+            self._threads = [
+                threading.Thread(target=self._serve, name=f"chronoq-handler-{n}", daemon=True)
+                for n in range(self._count)
+            ]
+            for thread in self._threads:
+                thread.start()
         self._work.put((fn, arg, token))
 
     def _serve(self) -> None:

@@ -11,7 +11,8 @@
 --   job is due or lease expires; every other waiter only when that timer would
 --   lapse, as the timer holder wakes the others through the wake list. A holder
 --   that leases jobs gives the timer up (timer = 0) and wakes one other waiter
---   to take it.
+--   to take it; a waiter that takes a timer nobody held wakes one other waiter,
+--   the backup that times the lapse.
 -- Events: expire / dead for reclaimed leases, reserve for each job leased.
 local now = now_ms()
 local count, ttr_override, lease, waiter = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
@@ -81,4 +82,8 @@ if who and who ~= waiter and at <= next_at and at >= now then -- a holder not ye
   return {math.max(redis.call('PTTL', K_TIMER), 0) * 1000, 0}
 end
 redis.call('SET', K_TIMER, next_at .. ':' .. waiter, 'PX', math.max(next_at - now, 0) + TIMER_LEASE)
+-- a new timer: wake one other waiter, which learns when it would lapse and
+-- takes over if this one dies. Without this, a waiter asleep since before
+-- there was anything to time (a lease just taken) sleeps through its due time.
+if not who then wake(1) end
 return {wake_in, 1}
