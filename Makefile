@@ -31,10 +31,11 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
-## bench: the SQLite and Redis benchmarks (results in docs/benchmarks.md)
+## bench: the SQLite, Redis and worker benchmarks (results in docs/benchmarks.md)
 bench: $(VENV)/.installed-dev system-deps
 	$(BIN)/python bench/sqlite.py
 	$(BIN)/python bench/redis.py
+	$(BIN)/python bench/worker.py
 
 # redis-server for the Redis backend's tests: Debian's package when missing
 system-deps:

@@ -98,3 +98,19 @@ def test_next_after_is_always_later_and_latest_never_later() -> None:
             assert nxt > now
             assert latest is None or latest <= now < s.next_after(latest)
             assert datetime.fromtimestamp(nxt / 1000, UTC).second == 0 or s.every
+
+
+def test_a_wall_clock_time_that_repeats_when_dst_ends_fires_once() -> None:
+    # Europe/Paris leaves summer time on 2026-10-25: 03:00 CEST becomes 02:00 CET,
+    # so 02:30 comes round twice, at 00:30 and at 01:30 UTC
+    nightly = Schedule("nightly", cron="30 2 * * *", tz="Europe/Paris")
+    first = int(datetime(2026, 10, 25, 0, 30, tzinfo=UTC).timestamp() * 1000)
+    second = first + 3600 * 1000
+    next_day = int(datetime(2026, 10, 26, 1, 30, tzinfo=UTC).timestamp() * 1000)
+    assert nightly.next_after(first - 1) == first
+    assert nightly.next_after(first) == next_day
+    assert nightly.latest_at_or_before(second + 60_000) == first
+    assert nightly.due(first, second + 60_000) is None
+    # a cron that runs every hour runs in both of those hours (as Vixie cron)
+    half_hourly = Schedule("half", cron="*/30 * * * *", tz="Europe/Paris")
+    assert half_hourly.next_after(first) == first + 1800 * 1000  # 02:00 CET

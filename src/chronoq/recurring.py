@@ -93,10 +93,14 @@ class Recurring:
 class RecurringRun:
     """What ``run_recurring`` did: the occurrences it created (jobs put by
     another caller are not listed) and the earliest next occurrence of the
-    topic's schedules (ms), None when it has none: call again then."""
+    topic's schedules (ms), None when it has none: call again then.
+    ``next_in``: seconds from this call to ``next_at`` by the store's clock;
+    sleep this long rather than compare ``next_at`` with a local clock, which
+    may differ from the store's (Redis ``TIME``)."""
 
     put: list[PutResult]
     next_at: int | None
+    next_in: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +110,12 @@ class Plan:
     jobs: list[NewJob]
     marks: list[tuple[str, int]]
     next_at: int | None
+    next_in: float | None  # seconds, by the store's clock
+
+    def done(self, results: list[PutResult]) -> RecurringRun:
+        """What ``run_recurring`` answers once the jobs were put."""
+        created = [result for result in results if result.created]
+        return RecurringRun(created, self.next_at, self.next_in)
 
 
 def encode_spec(
@@ -242,7 +252,7 @@ def plan_run(topic: str, now_ms: int, stored: list[StoredSchedule]) -> Plan:
             marks.append((entry.name, at))
         nxt = schedule.next_after(now_ms)
         next_at = nxt if next_at is None else min(next_at, nxt)
-    return Plan(jobs, marks, next_at)
+    return Plan(jobs, marks, next_at, None if next_at is None else (next_at - now_ms) / 1000)
 
 
 def check_name(name: object) -> str:

@@ -83,6 +83,12 @@ class Schedule:
                 f"cron expression {expression!r} never fires (a day that no month has?)"
             ) from None
 
+    def _fixed_hours(self) -> bool:
+        """A cron at given hours (not ``*`` in the hour field) runs at its
+        wall-clock times once, in the hour that repeats when daylight saving
+        time ends too; one that runs every hour runs in both (as Vixie cron)."""
+        return self.cron is not None and not self.cron.split()[1].startswith("*")
+
     def next_after(self, after_ms: int) -> int:
         """The first occurrence strictly after ``after_ms`` (epoch ms)."""
         if self.every is not None:
@@ -92,7 +98,10 @@ class Schedule:
 
         start = datetime.fromtimestamp(after_ms / 1000, UTC).astimezone(self._zone())
         assert self.cron is not None
-        following: datetime = croniter(self.cron, start).get_next(datetime)
+        occurrences = croniter(self.cron, start)
+        following: datetime = occurrences.get_next(datetime)
+        while self._fixed_hours() and _repeated(following):
+            following = occurrences.get_next(datetime)
         return math.floor(following.timestamp() * 1000)
 
     def latest_at_or_before(self, now_ms: int) -> int | None:
@@ -105,7 +114,10 @@ class Schedule:
 
         start = datetime.fromtimestamp((now_ms + 1) / 1000, UTC).astimezone(self._zone())
         assert self.cron is not None
-        previous: datetime = croniter(self.cron, start).get_prev(datetime)
+        occurrences = croniter(self.cron, start)
+        previous: datetime = occurrences.get_prev(datetime)
+        while self._fixed_hours() and _repeated(previous):
+            previous = occurrences.get_prev(datetime)
         at = math.floor(previous.timestamp() * 1000)
         return at if now_ms - at <= 366 * 24 * 3600 * 1000 else None
 
@@ -117,3 +129,10 @@ class Schedule:
         if latest is None or (last_ms is not None and latest <= last_ms):
             return None
         return latest
+
+
+def _repeated(moment: datetime) -> bool:
+    """Whether ``moment`` is the second time its wall-clock time comes round,
+    in the hour that repeats when daylight saving time ends."""
+    local = datetime.fromtimestamp(moment.timestamp(), moment.tzinfo)
+    return local.fold == 1 and local.replace(fold=0).utcoffset() != local.utcoffset()

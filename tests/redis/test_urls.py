@@ -173,6 +173,8 @@ def test_driver_options_reach_redis_py(
         "events_max=0",
         "events_max=many",
         "socket_timeout=soon",
+        "retry_on_timeout=true",  # redis-py would send a call again: never
+        "retry_on_error=ConnectionError",
     ],
 )
 def test_bad_option_is_invalid_input(query: str) -> None:

@@ -333,4 +333,4 @@ class AsyncQueue:
         results = await self.backend.put_many(topic, plan.jobs, False) if plan.jobs else []
         for name, at_ms in plan.marks:
             await self.backend.schedules_mark(topic, name, at_ms)
-        return RecurringRun([result for result in results if result.created], plan.next_at)
+        return plan.done(results)

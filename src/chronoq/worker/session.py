@@ -409,8 +409,8 @@ class Session:
                 run = await self.q.run_recurring(topic)
                 pause.reset()
                 sleep = RECURRING_REFRESH_S
-                if run.next_at is not None:
-                    sleep = min(sleep, max(run.next_at / 1000 - time.time(), 0.0))
+                if run.next_in is not None:  # the store's clock: not time.time()
+                    sleep = min(sleep, max(run.next_in, 0.0))
             except ChronoqError as exc:
                 log.warning("could not put the recurring jobs of %s: %s", topic, exc)
                 sleep = pause.take()

@@ -3,6 +3,7 @@ ones the blocking backend runs), their round trips made on the event loop."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any, TypeVar, cast
 
@@ -10,12 +11,13 @@ import redis.asyncio
 
 from chronoq.aio.base import AsyncBackend, AsyncWatcher
 from chronoq.backends.base import Backend, ReserveResult, StoredSchedule
+from chronoq.backends.redis import schedules
 from chronoq.backends.redis.aio_link import AsyncLink
 from chronoq.backends.redis.aio_watcher import AsyncRedisWatcher
 from chronoq.backends.redis.core import RedisCore
-from chronoq.backends.redis.schedules import AsyncRedisSchedules
-from chronoq.backends.redis.steps import REDIS_ERRORS, Pipeline, Steps, errors, translated
+from chronoq.backends.redis.steps import REDIS_ERRORS, Pipeline, Steps, translated
 from chronoq.backoff import Backoff
+from chronoq.errors import ChronoqError
 from chronoq.job import EventPage, JobInfo, NewJob, PutResult
 from chronoq.states import State
 
@@ -36,10 +38,25 @@ class AsyncRedisBackend(AsyncBackend):
         self._client = client
         self._owner = owner
         self._link = AsyncLink(client)
-        self._schedules = AsyncRedisSchedules(core.prefix)
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _check_loop(self) -> None:
+        """redis.asyncio's connections belong to the loop that opened them:
+        used from another loop they fail with a bare RuntimeError, or mix two
+        loops' sockets in one pool. Say so, and what to do."""
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop  # created outside any loop is fine: bound at first use
+        elif loop is not self._loop:
+            raise ChronoqError(
+                f"{self.url}: this AsyncQueue was first used on another event loop; "
+                "its connections belong to that loop. Open one AsyncQueue per event "
+                "loop (chronoq.aio.connect inside it), and close it there"
+            )
 
     async def _drive(self, steps: Steps[T]) -> T:
         """Run an operation of the core: make each round trip it asks for."""
+        self._check_loop()
         reply: Any = None
         try:
             while True:
@@ -66,6 +83,7 @@ class AsyncRedisBackend(AsyncBackend):
         async def release(shards: set[int], token: str) -> None:
             await self._drive(self._core.release(topic, shards, token))
 
+        self._check_loop()
         return AsyncRedisWatcher(self._link, self._core.wake_keys(topic), self.url, release)
 
     async def ack_many(self, topic: str, leases: Sequence[tuple[str, str]]) -> list[str]:
@@ -126,22 +144,19 @@ class AsyncRedisBackend(AsyncBackend):
     # -- recurring schedules (schedules.py) ------------------------------------------
 
     async def schedules_put(self, topic: str, name: str, spec: bytes) -> bool:
-        with errors(self.url):
-            return await self._schedules.schedules_put(self._client, topic, name, spec)
+        return await self._drive(schedules.schedules_put(self._core, topic, name, spec))
 
     async def schedules_list(self, topic: str) -> tuple[int, list[StoredSchedule]]:
-        with errors(self.url):
-            return await self._schedules.schedules_list(self._client, topic)
+        return await self._drive(schedules.schedules_list(self._core, topic))
 
     async def schedules_remove(self, topic: str, name: str) -> bool:
-        with errors(self.url):
-            return await self._schedules.schedules_remove(self._client, topic, name)
+        return await self._drive(schedules.schedules_remove(self._core, topic, name))
 
     async def schedules_mark(self, topic: str, name: str, at_ms: int) -> None:
-        with errors(self.url):
-            await self._schedules.schedules_mark(self._client, topic, name, at_ms)
+        await self._drive(schedules.schedules_mark(self._core, topic, name, at_ms))
 
     async def close(self) -> None:
         await self._client.aclose()
+        self._loop = None  # no connection left open: another loop may use it now
         if self._owner is not None:
             self._owner.close()

@@ -6,8 +6,7 @@ redis.asyncio (aio_backend.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any, TypeVar, cast
 from urllib.parse import urlencode, urlsplit
 
@@ -17,12 +16,12 @@ from redis.connection import URL_QUERY_ARGUMENT_PARSERS
 
 from chronoq.aio.base import AsyncBackend
 from chronoq.backends import StoreURL
-from chronoq.backends.base import Backend, ReserveResult, Watcher
+from chronoq.backends.base import Backend, ReserveResult, StoredSchedule, Watcher
+from chronoq.backends.redis import schedules
 from chronoq.backends.redis.aio_backend import AsyncRedisBackend
 from chronoq.backends.redis.core import RedisCore
 from chronoq.backends.redis.link import Link
-from chronoq.backends.redis.schedules import RedisSchedules
-from chronoq.backends.redis.steps import REDIS_ERRORS, Pipeline, Steps, errors, translated
+from chronoq.backends.redis.steps import REDIS_ERRORS, Pipeline, Steps, translated
 from chronoq.backends.redis.watcher import RedisWatcher
 from chronoq.backoff import Backoff
 from chronoq.errors import InvalidInput
@@ -32,8 +31,12 @@ from chronoq.states import State
 __all__ = ["RedisBackend"]
 
 T = TypeVar("T")
+# redis-py would send a command again after a timeout or an error, when Redis
+# may have run it already (a put of a generated id stored twice): chronoq
+# never resends, and raises BackendUnavailable instead
+_RESENDING = frozenset({"retry_on_timeout", "retry_on_error"})
 # query options redis-py's from_url understands: passed on to it
-_DRIVER_OPTIONS = frozenset(URL_QUERY_ARGUMENT_PARSERS) | {
+_DRIVER_OPTIONS = (frozenset(URL_QUERY_ARGUMENT_PARSERS) - _RESENDING) | {
     "client_name",
     "username",
     "password",
@@ -73,7 +76,7 @@ def _driver_url(url: StoreURL, options: dict[str, str]) -> str:
     return base + ("?" + urlencode(options) if options else "")
 
 
-class RedisBackend(RedisSchedules, Backend):
+class RedisBackend(Backend):
     """Jobs in Redis 7+, sharded by a stable hash of their id."""
 
     def __init__(
@@ -111,6 +114,13 @@ class RedisBackend(RedisSchedules, Backend):
         prefix = options.options.pop("prefix", "chronoq")
         replicas = options.pop_int("replicas", 0)
         replica_timeout_ms = options.pop_int("replica_timeout_ms", 1000, minimum=1)
+        resending = _RESENDING & set(options.options)
+        if resending:
+            raise InvalidInput(
+                f"store URL option(s) {', '.join(sorted(resending))} are not supported: "
+                "chronoq never sends a call twice, since Redis may have run it before a "
+                "timeout; it raises BackendUnavailable and the caller decides"
+            )
         unknown = set(options.options) - _DRIVER_OPTIONS
         if unknown:
             raise InvalidInput(
@@ -160,11 +170,6 @@ class RedisBackend(RedisSchedules, Backend):
             return cast(T, done.value)
         except REDIS_ERRORS as exc:
             raise translated(self.url, exc) from None
-
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        with errors(self.url):
-            yield
 
     # -- the operations (core.py) ------------------------------------------------------
 
@@ -236,6 +241,20 @@ class RedisBackend(RedisSchedules, Backend):
 
     def events(self, topic: str | None, cursor: str | None, limit: int) -> EventPage:
         return self._drive(self._core.events(topic, cursor, limit))
+
+    # -- recurring schedules (schedules.py) --------------------------------------------
+
+    def schedules_put(self, topic: str, name: str, spec: bytes) -> bool:
+        return self._drive(schedules.schedules_put(self._core, topic, name, spec))
+
+    def schedules_list(self, topic: str) -> tuple[int, list[StoredSchedule]]:
+        return self._drive(schedules.schedules_list(self._core, topic))
+
+    def schedules_remove(self, topic: str, name: str) -> bool:
+        return self._drive(schedules.schedules_remove(self._core, topic, name))
+
+    def schedules_mark(self, topic: str, name: str, at_ms: int) -> None:
+        self._drive(schedules.schedules_mark(self._core, topic, name, at_ms))
 
     def close(self) -> None:
         self._link.close()

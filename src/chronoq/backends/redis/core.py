@@ -108,14 +108,19 @@ class RedisCore:
         if self.replicas and name not in _READ_ONLY:
             wait = (self.replicas, self.replica_timeout_ms)
         replies, confirmed = yield from self.scripts.run(name, keyed, wait, on_reply)
-        if wait is not None and confirmed < self.replicas:
+        if wait is not None:
+            self.check_replicas(name, confirmed)
+        return replies
+
+    def check_replicas(self, name: str, confirmed: int) -> None:
+        """DurabilityError when fewer replicas than asked confirmed a write."""
+        if confirmed < self.replicas:
             raise DurabilityError(
                 f"{self.url}: {name} was applied on the primary but only {confirmed} of "
                 f"{self.replicas} replicas confirmed it within {self.replica_timeout_ms} ms; "
                 "it may be lost if the primary fails now (a put can be retried safely "
                 "with the same id)"
             )
-        return replies
 
     def _register(self, topic: str) -> Steps[None]:
         if topic not in self._known_topics:

@@ -12,22 +12,22 @@ the last occurrence, and ``XX`` makes it a no-op once the schedule is gone,
 so no Lua is needed. Schedules are not jobs: no events, no wake-ups, and
 ``purge`` (which deletes only the job keys) leaves them.
 
-``RedisSchedules`` is a mixin of ``RedisBackend``; ``AsyncRedisSchedules``
-does the same with a ``redis.asyncio`` client.
+Each call is written once, without I/O, as the operations of core.py are:
+both drivers send it on their own connections (never twice, unlike redis-py's
+client with a retry policy) and, with ``replicas``, ``WAIT`` after a write on
+the same connection, as they do after every script.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
-from typing import Any, cast
-
-import redis
-import redis.asyncio
+from collections.abc import Sequence
+from typing import Any
 
 from chronoq.backends.base import StoredSchedule
+from chronoq.backends.redis.core import RedisCore
+from chronoq.backends.redis.steps import Pipeline, Steps
 
-__all__ = ["AsyncRedisSchedules", "RedisSchedules", "schedule_keys"]
+__all__ = ["schedule_keys", "schedules_list", "schedules_mark", "schedules_put", "schedules_remove"]
 
 _NEVER = -1  # the score of a schedule that has not put an occurrence yet
 
@@ -38,30 +38,27 @@ def schedule_keys(prefix: str, topic: str) -> tuple[str, str, str]:
     return tag, tag + ":created", tag + ":last"
 
 
-def _queue_put(pipe: Any, keys: tuple[str, str, str], name: str, spec: bytes, now: int) -> None:
-    specs, created, last = keys
-    pipe.hset(specs, name, spec)
-    pipe.hsetnx(created, name, now)  # a redefinition keeps both times
-    pipe.zadd(last, {name: _NEVER}, nx=True)
+def _raised(replies: Sequence[Any]) -> None:
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
 
 
-def _queue_list(pipe: Any, keys: tuple[str, str, str]) -> None:
-    specs, created, last = keys
-    pipe.time()
-    pipe.hgetall(specs)
-    pipe.hgetall(created)
-    pipe.zrange(last, 0, -1, withscores=True)
-
-
-def _queue_remove(pipe: Any, keys: tuple[str, str, str], name: str) -> None:
-    specs, created, last = keys
-    pipe.hdel(specs, name)
-    pipe.hdel(created, name)
-    pipe.zrem(last, name)
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+def _transaction(
+    core: RedisCore, name: str, commands: list[tuple[Any, ...]], write: bool = True
+) -> Steps[list[Any]]:
+    """``commands`` in one MULTI (then WAIT after a write): their replies."""
+    sent: list[tuple[Any, ...]] = [("MULTI",), *commands, ("EXEC",)]
+    wait = write and core.replicas > 0
+    if wait:
+        sent.append(("WAIT", core.replicas, core.replica_timeout_ms))
+    replies: list[Any] = yield Pipeline(sent)
+    _raised(replies)
+    results: list[Any] = replies[len(commands) + 1]
+    _raised(results)
+    if wait:
+        core.check_replicas(name, int(replies[-1]))
+    return results
 
 
 def _clock_ms(reply: Any) -> int:
@@ -69,86 +66,59 @@ def _clock_ms(reply: Any) -> int:
     return int(seconds) * 1000 + int(micros) // 1000
 
 
-def _listed(replies: list[Any]) -> tuple[int, list[StoredSchedule]]:
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _pairs(flat: list[Any]) -> dict[str, Any]:
+    """A raw HGETALL or ZRANGE WITHSCORES reply, as a dict by name."""
+    return {_text(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}
+
+
+def schedules_put(core: RedisCore, topic: str, name: str, spec: bytes) -> Steps[bool]:
+    specs, created, last = schedule_keys(core.prefix, topic)
+    [clock] = yield Pipeline([("TIME",)])  # the store's clock, as scripts use
+    _raised([clock])
+    commands: list[tuple[Any, ...]] = [
+        ("HSET", specs, name, spec),
+        ("HSETNX", created, name, _clock_ms(clock)),  # a redefinition keeps both times
+        ("ZADD", last, "NX", _NEVER, name),
+    ]
+    return bool((yield from _transaction(core, "recurring", commands))[1])
+
+
+def schedules_list(core: RedisCore, topic: str) -> Steps[tuple[int, list[StoredSchedule]]]:
+    specs, created, last = schedule_keys(core.prefix, topic)
+    commands: list[tuple[Any, ...]] = [
+        ("TIME",),
+        ("HGETALL", specs),
+        ("HGETALL", created),
+        ("ZRANGE", last, 0, -1, "WITHSCORES"),
+    ]
+    replies = yield from _transaction(core, "recurring_list", commands, write=False)
     now = _clock_ms(replies[0])
-    specs = cast(dict[bytes | str, bytes], replies[1])
-    created = {_text(name): int(at) for name, at in replies[2].items()}
-    last = {_text(name): int(score) for name, score in replies[3]}
+    created_at = {name: int(at) for name, at in _pairs(replies[2]).items()}
+    last_at = {name: int(float(score)) for name, score in _pairs(replies[3]).items()}
     schedules = []
-    for raw_name, spec in specs.items():
-        name = _text(raw_name)
-        at = last.get(name, _NEVER)
+    for name, spec in _pairs(replies[1]).items():
+        at = last_at.get(name, _NEVER)
         schedules.append(
-            StoredSchedule(name, bytes(spec), None if at < 0 else at, created.get(name, now))
+            StoredSchedule(name, bytes(spec), None if at < 0 else at, created_at.get(name, now))
         )
     schedules.sort()
     return now, schedules
 
 
-class RedisSchedules:
-    """The ``schedules_*`` methods of ``RedisBackend``."""
-
-    _client: redis.Redis
-    _prefix: str
-    _errors: Callable[[], AbstractContextManager[None]]
-
-    def schedules_put(self, topic: str, name: str, spec: bytes) -> bool:
-        keys = schedule_keys(self._prefix, topic)
-        with self._errors():
-            now = _clock_ms(self._client.time())  # the store's clock, as scripts use
-            pipe = self._client.pipeline(transaction=True)
-            _queue_put(pipe, keys, name, spec, now)
-            return bool(pipe.execute()[1])
-
-    def schedules_list(self, topic: str) -> tuple[int, list[StoredSchedule]]:
-        with self._errors():
-            pipe = self._client.pipeline(transaction=True)
-            _queue_list(pipe, schedule_keys(self._prefix, topic))
-            return _listed(pipe.execute())
-
-    def schedules_remove(self, topic: str, name: str) -> bool:
-        with self._errors():
-            pipe = self._client.pipeline(transaction=True)
-            _queue_remove(pipe, schedule_keys(self._prefix, topic), name)
-            return bool(pipe.execute()[0])
-
-    def schedules_mark(self, topic: str, name: str, at_ms: int) -> None:
-        with self._errors():
-            self._client.zadd(
-                schedule_keys(self._prefix, topic)[2], {name: at_ms}, xx=True, gt=True
-            )
+def schedules_remove(core: RedisCore, topic: str, name: str) -> Steps[bool]:
+    specs, created, last = schedule_keys(core.prefix, topic)
+    commands: list[tuple[Any, ...]] = [
+        ("HDEL", specs, name),
+        ("HDEL", created, name),
+        ("ZREM", last, name),
+    ]
+    return bool((yield from _transaction(core, "recurring_remove", commands))[0])
 
 
-class AsyncRedisSchedules:
-    """The ``schedules_*`` calls on a ``redis.asyncio`` client, with the keys
-    and commands of ``RedisSchedules``. Redis errors pass through: the caller
-    turns them into chronoq errors as it does for its other calls."""
-
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
-
-    async def schedules_put(
-        self, client: redis.asyncio.Redis, topic: str, name: str, spec: bytes
-    ) -> bool:
-        keys = schedule_keys(self.prefix, topic)
-        now = _clock_ms(await client.time())
-        pipe = client.pipeline(transaction=True)
-        _queue_put(pipe, keys, name, spec, now)
-        return bool((await pipe.execute())[1])
-
-    async def schedules_list(
-        self, client: redis.asyncio.Redis, topic: str
-    ) -> tuple[int, list[StoredSchedule]]:
-        pipe = client.pipeline(transaction=True)
-        _queue_list(pipe, schedule_keys(self.prefix, topic))
-        return _listed(await pipe.execute())
-
-    async def schedules_remove(self, client: redis.asyncio.Redis, topic: str, name: str) -> bool:
-        pipe = client.pipeline(transaction=True)
-        _queue_remove(pipe, schedule_keys(self.prefix, topic), name)
-        return bool((await pipe.execute())[0])
-
-    async def schedules_mark(
-        self, client: redis.asyncio.Redis, topic: str, name: str, at_ms: int
-    ) -> None:
-        await client.zadd(schedule_keys(self.prefix, topic)[2], {name: at_ms}, xx=True, gt=True)
+def schedules_mark(core: RedisCore, topic: str, name: str, at_ms: int) -> Steps[None]:
+    last = schedule_keys(core.prefix, topic)[2]
+    yield from _transaction(core, "run_recurring", [("ZADD", last, "XX", "GT", at_ms, name)])
