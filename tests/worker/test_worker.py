@@ -292,13 +292,13 @@ def test_a_failed_release_is_logged(
         started = asyncio.Event()
 
         async def refuse(*args: Any) -> Any:
-            raise ChronoqError("the store refused the nack")
+            raise ChronoqError("the store refused the release")
 
         async def handle(job: Reservation) -> None:
             started.set()
             await asyncio.sleep(WAIT_S)
 
-        aq.backend.nack = refuse  # type: ignore[method-assign]
+        aq.backend.release = refuse  # type: ignore[method-assign]
         job_id = (await aq.put(topic, "x")).id
         async with Worker(aq, {topic: handle}, grace=0, recurring=False) as worker:
             await started.wait()
@@ -597,7 +597,8 @@ def test_stop_lets_running_handlers_finish(queue: chronoq.Queue, topic: str) -> 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])
 def test_stop_releases_what_outlives_the_grace(queue: chronoq.Queue, topic: str, kind: str) -> None:
-    job_id = queue.put(topic, "x", ttr=60).id
+    # on its last attempt: a release must not send it to dead
+    job_id = queue.put(topic, "x", ttr=60, max_attempts=1).id
     started, release = threading.Event(), threading.Event()
     cancelled = threading.Event()
 
@@ -624,7 +625,7 @@ def test_stop_releases_what_outlives_the_grace(queue: chronoq.Queue, topic: str,
     assert (worker.counts.acked, worker.counts.released) == (0, 1)
     info = queue.get(topic, job_id)
     assert info is not None
-    # released at once: ready again, the reservation counted as an attempt
+    # released at once: ready again, not dead though its one attempt was used
     assert (info.state, info.attempts) == (State.READY, 1)
     assert info.last_error == "the worker stopped before its handler ended"
     assert kind == "sync" or cancelled.is_set()

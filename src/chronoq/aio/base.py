@@ -64,6 +64,9 @@ class AsyncBackend(ABC):
     ) -> State: ...
 
     @abstractmethod
+    async def release(self, topic: str, job_id: str, lease: str, error: str | None) -> None: ...
+
+    @abstractmethod
     async def touch(self, topic: str, job_id: str, lease: str, ttr_ms: int | None) -> int: ...
 
     @abstractmethod

@@ -177,7 +177,9 @@ class AsyncQueue:
             with contextlib.suppress(ChronoqError):
                 for job in (await call).jobs:
                     with contextlib.suppress(ChronoqError):
-                        await self.nack(job, delay=0, error="the reserve was cancelled")
+                        await self.backend.release(
+                            job.topic, job.id, job.lease, "the reserve was cancelled"
+                        )
             raise
 
     async def ack(self, job: LeaseRef, id: str | None = None, lease: str | None = None) -> None:

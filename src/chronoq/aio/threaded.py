@@ -85,6 +85,9 @@ class ThreadedBackend(AsyncBackend):
             self.backend.nack, topic, job_id, lease, delay_ms, error, backoff, jitter
         )
 
+    async def release(self, topic: str, job_id: str, lease: str, error: str | None) -> None:
+        await self._call(self.backend.release, topic, job_id, lease, error)
+
     async def touch(self, topic: str, job_id: str, lease: str, ttr_ms: int | None) -> int:
         return await self._call(self.backend.touch, topic, job_id, lease, ttr_ms)
 

@@ -104,6 +104,14 @@ class Backend(ABC):
         backoff for its attempts), or to dead once attempts are exhausted."""
 
     @abstractmethod
+    def release(self, topic: str, job_id: str, lease: str, error: str | None) -> None:
+        """Give a reserved job back that its consumer did not run to the end
+        (a worker shutting down): ready at once, and never dead for it, even
+        on its last attempt (its next run may show attempts above
+        max_attempts: attempts counts reservations). Appends a nack event.
+        Raises ``LeaseLost`` when the lease is not live."""
+
+    @abstractmethod
     def touch(self, topic: str, job_id: str, lease: str, ttr_ms: int | None) -> int:
         """Push the lease deadline to now + ttr; returns the new deadline (ms)."""
 

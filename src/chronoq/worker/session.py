@@ -361,7 +361,9 @@ class Session:
 
     async def give_back(self, job: Reservation) -> None:
         try:
-            await self.q.nack(job, delay=0, error="the worker stopped before its handler ended")
+            await self.q.backend.release(
+                job.topic, job.id, job.lease, "the worker stopped before its handler ended"
+            )
         except ChronoqError as exc:
             log.warning(
                 "could not release job %s/%s (it runs again when its lease ends): %s",

@@ -103,6 +103,9 @@ class AsyncRedisBackend(AsyncBackend):
             self._core.nack(topic, job_id, lease, delay_ms, error, backoff, jitter)
         )
 
+    async def release(self, topic: str, job_id: str, lease: str, error: str | None) -> None:
+        await self._drive(self._core.give_back(topic, job_id, lease, error))
+
     async def touch(self, topic: str, job_id: str, lease: str, ttr_ms: int | None) -> int:
         return await self._drive(self._core.touch(topic, job_id, lease, ttr_ms))
 

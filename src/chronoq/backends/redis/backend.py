@@ -206,6 +206,9 @@ class RedisBackend(Backend):
     ) -> State:
         return self._drive(self._core.nack(topic, job_id, lease, delay_ms, error, backoff, jitter))
 
+    def release(self, topic: str, job_id: str, lease: str, error: str | None) -> None:
+        self._drive(self._core.give_back(topic, job_id, lease, error))
+
     def touch(self, topic: str, job_id: str, lease: str, ttr_ms: int | None) -> int:
         return self._drive(self._core.touch(topic, job_id, lease, ttr_ms))
 

@@ -238,6 +238,25 @@ class RedisCore:
             raise LeaseLost(topic, job_id)
         return State(reply.decode())
 
+    def give_back(self, topic: str, job_id: str, lease: str, error: str | None) -> Steps[None]:
+        """Backend.release: the nack script with its release flag."""
+        reply = yield from self._run(
+            "nack",
+            topic,
+            shard_of(job_id, self.shards),
+            id_key(job_id),
+            lease,
+            0,
+            error or "",
+            0,
+            1,
+            0,
+            0,
+            "1",
+        )
+        if reply is None:
+            raise LeaseLost(topic, job_id)
+
     def touch(self, topic: str, job_id: str, lease: str, ttr_ms: int | None) -> Steps[int]:
         reply = yield from self._run(
             "touch", topic, shard_of(job_id, self.shards), id_key(job_id), lease, ttr_ms or 0

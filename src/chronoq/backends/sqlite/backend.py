@@ -258,6 +258,20 @@ class SQLiteBackend(SQLiteSchedules, Backend):
         self._signals.notify(topic)
         return State.DELAYED if state == DELAYED else State.READY
 
+    def release(self, topic: str, job_id: str, lease: str, error: str | None) -> None:
+        with self._store.write() as db:
+            now = now_ms()
+            rowid, attempts, _, _, priority, _, _ = self._leased(db, topic, job_id, lease, now)
+            db.execute(
+                "UPDATE jobs SET state = ?, at = ?, due_at = ?, lease = NULL, "
+                "last_error = coalesce(?, last_error) WHERE rowid = ?",
+                (READY, now, now, error, rowid),
+            )
+            self._log.append(
+                db, [(now, topic, job_id, "nack", attempts, now, priority, None, error)]
+            )
+        self._signals.notify(topic)
+
     def touch(self, topic: str, job_id: str, lease: str, ttr_ms: int | None) -> int:
         with self._store.write() as db:
             now = now_ms()

@@ -1,7 +1,10 @@
 -- nack: give a reserved job back to run later, or to dead when attempts are used up.
 -- KEYS: the shard keys (see prelude).
 -- ARGV: [1] event cap, [2] id, [3] lease, [4] delay_ms (-1: backoff), [5] error,
---   [6] backoff base ms, [7] backoff factor, [8] backoff cap ms, [9] jitter in [0, 1)
+--   [6] backoff base ms, [7] backoff factor, [8] backoff cap ms, [9] jitter in [0, 1),
+--   [10] '1' to release: the consumer gives the job back without having run it to
+--   the end (a worker shutting down): ready at once and never dead; its attempts
+--   still count this reservation (attempts counts reservations, DESIGN §1)
 -- Returns: the new state: 'delayed', 'ready' or 'dead'; or false when the lease was lost.
 -- Events: nack, or dead when attempts are used up.
 local now = now_ms()
@@ -9,11 +12,13 @@ local id = ARGV[2]
 local j = lease_of(id, ARGV[3], now)
 if not j then return false end
 redis.call('ZREM', K_LEASED, id)
-if j.att >= j.max then
+local release = ARGV[10] == '1'
+if j.att >= j.max and not release then
   kill(id, j, now, 'dead', ARGV[5])
   return 'dead'
 end
 local delay = tonumber(ARGV[4])
+if release then delay = 0 end
 if delay < 0 then
   -- the same formula as chronoq.backoff.Backoff.delay_ms
   local nominal = tonumber(ARGV[6]) * tonumber(ARGV[7]) ^ (j.att - 1)
