@@ -152,11 +152,11 @@ def encode_spec(
         "ttr_ms": job.ttr_ms,
         "max_attempts": job.max_attempts,
     }
-    data = job.payload
-    if isinstance(payload, bytes | bytearray | memoryview):
-        spec["payload_base64"] = base64.b64encode(decode_payload(data)).decode()
+    stored = decode_payload(job.payload)  # the payload as a put would store it
+    if isinstance(stored, bytes):
+        spec["payload_base64"] = base64.b64encode(stored).decode()
     else:
-        spec["payload"] = json.loads(data)
+        spec["payload"] = stored
     return json.dumps(spec, separators=(",", ":"), ensure_ascii=False).encode()
 
 

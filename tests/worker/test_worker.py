@@ -235,6 +235,19 @@ def test_an_exception_that_cannot_be_printed_still_nacks(queue: chronoq.Queue, t
     assert info is not None and info.last_error == "Unprintable: (its str() failed)"
 
 
+def test_a_long_error_is_cut_like_every_last_error(queue: chronoq.Queue, topic: str) -> None:
+    job_id = queue.put(topic, "x").id
+    failure = ValueError("x" * 50_000)
+    worker = Worker(queue, {topic: Recorder(lambda job: failure)}, recurring=False)
+    with running(worker) as thread:
+        wait_until(lambda: state_of(queue, topic, job_id) is State.DELAYED)
+        stop(worker, thread)
+    info = queue.get(topic, job_id)
+    assert info is not None and info.last_error is not None
+    assert len(info.last_error) == 10_000 and info.last_error.startswith("ValueError: xxx")
+    assert info.last_error.endswith("…")
+
+
 @pytest.mark.parametrize("exc", [SystemExit, KeyboardInterrupt])
 def test_an_async_handler_ending_the_process_skips_the_grace(
     queue: chronoq.Queue, topic: str, exc: type[BaseException]

@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass
 from types import FrameType
 
+from chronoq.cli.app import EXIT_BAD_INPUT
+
 __all__ = ["Supervisor"]
 
 log = logging.getLogger("chronoq")
@@ -30,7 +32,6 @@ log = logging.getLogger("chronoq")
 RESTART_FIRST_S = 1.0
 RESTART_CAP_S = 30.0
 HEALTHY_S = 30.0  # a worker that ran this long before dying is restarted after the first pause
-EXIT_BAD_INPUT = 2  # a worker that cannot load its handlers: restarting it cannot help
 STOPPED = {0, -signal.SIGTERM, -signal.SIGINT}  # a signal before a worker was ready kills it
 FORWARDED = (signal.SIGTERM, signal.SIGINT)
 
@@ -157,7 +158,7 @@ class Supervisor:
 
     def _died(self, slot: _Slot, pid: int, code: int) -> None:
         lived = time.monotonic() - slot.started
-        if code == EXIT_BAD_INPUT:
+        if code == EXIT_BAD_INPUT:  # it cannot load its handlers: restarting cannot help
             log.error(
                 "worker process %d (pid %d) exited with code 2 (bad input): stopping all",
                 slot.number,
@@ -190,12 +191,12 @@ class Supervisor:
     def _sleep(self, wake_r: int) -> None:
         """Until a signal, a child's exit or the next restart: each signal writes a
         byte to the wake-up pipe, even one that came before the select."""
+        if self._pending:
+            return
         timeout = 1.0
         for slot in self._waiting():
             assert slot.restart_at is not None
             timeout = min(timeout, max(slot.restart_at - time.monotonic(), 0.0))
-        if self._pending:
-            return
         select.select([wake_r], [], [], timeout)
         _drain(wake_r)
 

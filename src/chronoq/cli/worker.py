@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import FrameType
@@ -33,8 +33,9 @@ from rich.console import Console
 from rich.text import Text
 
 import chronoq
-from chronoq.backends import DEFAULT_URL
+from chronoq.backends import StoreURL
 from chronoq.cli.app import STORE_HELP, App, pass_app
+from chronoq.cli.output import message
 from chronoq.cli.supervisor import Supervisor
 from chronoq.errors import InvalidInput
 
@@ -186,8 +187,8 @@ def worker(
 
 
 def store_url(app: App) -> str:
-    """The store URL the command runs on (as given, not redacted)."""
-    return app.store or os.environ.get("CHRONOQ_STORE") or DEFAULT_URL
+    """The store URL the command runs on (not redacted: it goes to the children)."""
+    return StoreURL.parse(app.store).raw
 
 
 def make_worker(
@@ -272,14 +273,13 @@ def load_handlers(target: str) -> Mapping[str, Any]:
         sys.path.insert(0, cwd)
     try:
         module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and (module_name + ".").startswith(exc.name + "."):
+    except Exception as exc:
+        missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+        if missing is not None and (module_name + ".").startswith(missing + "."):
             raise InvalidInput(
                 f"cannot import module {module_name!r}: {exc} (run from the directory that "
                 "holds it, or add its directory to PYTHONPATH)"
             ) from None
-        raise InvalidInput(f"importing module {module_name!r} failed: {_where(exc)}") from None
-    except Exception as exc:
         raise InvalidInput(f"importing module {module_name!r} failed: {_where(exc)}") from None
     found: Any = module
     for part in attr.split("."):
@@ -309,7 +309,7 @@ def banner(app: App, options: WorkerOptions, topics: list[str], url: str, proces
     size = f"concurrency {options.concurrency}"
     if processes > 1:
         size = f"{processes} processes x {size}"
-    line = Text.assemble(
+    line = message(
         ("chronoq worker ", "bold"),
         (options.target, "cyan"),
         f" on {url}: topics {', '.join(topics)}; {size}",
@@ -351,7 +351,7 @@ def text_formatter() -> logging.Formatter:
     return formatter
 
 
-def configure_logging(log_format: str, verbose: bool) -> Any:
+def configure_logging(log_format: str, verbose: bool) -> Callable[[], None]:
     """The ``chronoq`` logger to stderr alone (replacing ``-v``'s handler); returns
     the function that puts it back as it was."""
     handler = logging.StreamHandler(sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+from chronoq.calls import error_text
 from chronoq.job import Reservation, duration_ms
 
 __all__ = ["Bury", "Retry", "error_of", "log_outcome"]
@@ -40,9 +41,9 @@ def error_of(exc: BaseException) -> str:
         text = str(exc)
     except Exception:  # a broken __str__ must not keep the job from being settled
         text = "(its str() failed)"
-    if isinstance(exc, Retry | Bury):
-        return text
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    if not isinstance(exc, Retry | Bury):
+        text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return error_text(text) or ""  # cut to the length every last_error is cut to
 
 
 def log_outcome(

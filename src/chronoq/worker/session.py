@@ -17,7 +17,7 @@ from chronoq.aio.base import AsyncWatcher
 from chronoq.aio.queue import AsyncQueue
 from chronoq.backends.base import ReserveResult
 from chronoq.errors import BackendUnavailable, ChronoqError, LeaseLost
-from chronoq.job import Reservation
+from chronoq.job import Reservation, duration_ms
 from chronoq.worker.acks import AckBatcher
 from chronoq.worker.outcomes import Bury, Retry, error_of, log_outcome
 from chronoq.worker.pause import Pause
@@ -240,7 +240,6 @@ class Session:
             # Giving them back would use up an attempt of jobs that never ran
             # (and a job on its last attempt would go dead)
             return await call, cancel
-        self.w.counts.reserve_calls += 1
         return result, None
 
     # -- running handlers ---------------------------------------------------------------
@@ -342,13 +341,12 @@ class Session:
                 return
 
     async def nack(self, job: Reservation, delay: float | None, text: str) -> None:
+        # the backend's nack, for the topic's own backoff (Queue.nack uses the queue's)
+        delay_ms = None if delay is None else duration_ms(delay, "delay")
         backoff = self.w.backoff_for(job.topic, self.q)
-        if delay is None:
-            await self.q.backend.nack(
-                job.topic, job.id, job.lease, None, text, backoff, random.random()
-            )
-        else:
-            await self.q.nack(job, delay=delay, error=text)
+        await self.q.backend.nack(
+            job.topic, job.id, job.lease, delay_ms, text, backoff, random.random()
+        )
 
     def release(self, token: int) -> None:
         """Give a job whose handler is still running back to the queue at once."""

@@ -45,7 +45,6 @@ class _Counts:
     buried: int = 0
     released: int = 0
     lost: int = 0
-    reserve_calls: int = 0
 
 
 class Worker:

@@ -221,41 +221,26 @@ class RedisCore:
         backoff: Backoff,
         jitter: float,
     ) -> Steps[State]:
-        reply = yield from self._run(
-            "nack",
-            topic,
-            shard_of(job_id, self.shards),
-            id_key(job_id),
-            lease,
-            -1 if delay_ms is None else delay_ms,
-            error or "",
-            round(backoff.base * 1000),
-            backoff.factor,
-            round(backoff.cap * 1000),
-            jitter,
-        )
-        if reply is None:
-            raise LeaseLost(topic, job_id)
+        delay = -1 if delay_ms is None else delay_ms
+        curve = (round(backoff.base * 1000), backoff.factor, round(backoff.cap * 1000), jitter)
+        reply = yield from self._nack(topic, job_id, lease, delay, error, *curve, "0")
         return State(reply.decode())
 
     def give_back(self, topic: str, job_id: str, lease: str, error: str | None) -> Steps[None]:
-        """Backend.release: the nack script with its release flag."""
+        """Backend.release: the nack script with its release flag (no delay, no backoff)."""
+        yield from self._nack(topic, job_id, lease, 0, error, 0, 1, 0, 0, "1")
+
+    def _nack(
+        self, topic: str, job_id: str, lease: str, delay: int, error: str | None, *rest: Any
+    ) -> Steps[Any]:
+        """The nack script (lua/nack.lua); raises ``LeaseLost`` when the lease is not live."""
+        shard = shard_of(job_id, self.shards)
         reply = yield from self._run(
-            "nack",
-            topic,
-            shard_of(job_id, self.shards),
-            id_key(job_id),
-            lease,
-            0,
-            error or "",
-            0,
-            1,
-            0,
-            0,
-            "1",
+            "nack", topic, shard, id_key(job_id), lease, delay, error or "", *rest
         )
         if reply is None:
             raise LeaseLost(topic, job_id)
+        return reply
 
     def touch(self, topic: str, job_id: str, lease: str, ttr_ms: int | None) -> Steps[int]:
         reply = yield from self._run(
