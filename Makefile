@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint bench system-deps clean
+.PHONY: run test lint bench bench-peers system-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,14 @@ bench: $(VENV)/.installed-dev system-deps
 	$(BIN)/python bench/sqlite.py
 	$(BIN)/python bench/redis.py
 	$(BIN)/python bench/worker.py
+
+$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[dev,redis,bench]'
+	@touch $@ $(VENV)/.installed-dev $(VENV)/.installed
+
+## bench-peers: chronoq next to RQ, arq, huey, Dramatiq and Celery (peers in bench/.venvs/)
+bench-peers: $(VENV)/.installed-bench system-deps
+	$(BIN)/python bench/peers/run.py $(ARGS)
 
 # redis-server for the Redis backend's tests: Debian's package when missing
 system-deps:

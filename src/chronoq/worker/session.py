@@ -10,6 +10,7 @@ import logging
 import random
 import signal
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,13 @@ __all__ = ["Session"]
 
 log = logging.getLogger("chronoq")
 
+HOLD_S = 0.05  # an automatic prefetch holds what the slots run in about this long
 IDLE_WAIT_S = 5.0  # a waiting fetcher checks that it should still wait this often
+# A fetcher due to wake for a job wakes this long before its due time and times
+# the rest here, to the tick: the event loop's own timers wake up to 1 ms late
+# (epoll counts whole ms), and ending a wait on the store takes round trips.
+WAKE_EARLY_S = 0.002
+SPIN_S = 0.0012  # the last stretch of such a wait, spent yielding to the loop
 RECURRING_REFRESH_S = 1.0  # schedules added by other processes are seen this soon
 SETTLE_TIMEOUT_S = 5.0  # at shutdown, for the last acks, nacks and releases
 
@@ -42,14 +49,16 @@ class _Lot:
 
     period: float
     tokens: list[int]
-    left: int = 0  # jobs still running
+    left: int = 0  # jobs still held (running or waiting for a slot)
     timer: asyncio.TimerHandle | None = None
 
 
 @dataclass(slots=True)
 class _Running:
+    """A job the worker holds: running, or (``started`` None) waiting for a slot."""
+
     job: Reservation
-    started: float
+    started: float | None
     lot: _Lot
     task: asyncio.Task[None] | None = None
     renewing: bool = True
@@ -66,8 +75,11 @@ class Session:
         else:
             self.q, self._owns_queue = AsyncQueue.from_queue(worker.queue), True
         self.ttr_ms = worker.ttr_ms
-        self.free = worker.concurrency
-        self.slot_freed = asyncio.Event()
+        self.free = worker.concurrency  # handler slots not running a job
+        self.held = 0  # jobs running, waiting for a slot, or on the wire in a reserve
+        self.mean_run_s: float | None = None  # recent handler run time (moving average)
+        self.room_freed = asyncio.Event()
+        self.waiting: deque[int] = deque()  # held jobs waiting for a slot, in order
         self.stopping = asyncio.Event()
         self.hurry = asyncio.Event()  # a second signal: no grace
         self.idle = asyncio.Event()
@@ -90,7 +102,7 @@ class Session:
 
     def request_stop(self, now: bool = False) -> None:
         self.stopping.set()
-        self.slot_freed.set()
+        self.room_freed.set()
         if now:
             self.hurry.set()
 
@@ -133,6 +145,9 @@ class Session:
             raise failure[1]
 
     async def shut_down(self) -> None:
+        # jobs that never started go back at once, where another worker may be free
+        while self.waiting:
+            self.release(self.waiting[0])
         if self.running and not self.hurry.is_set():
             log.info("waiting up to %g s for %d running jobs", self.w.grace, len(self.running))
             waits = [
@@ -197,13 +212,13 @@ class Session:
                     await watcher.close()
 
     async def fetch_once(self, topic: str, watcher: AsyncWatcher) -> None:
-        while self.free == 0:
-            self.slot_freed.clear()
-            await self.slot_freed.wait()
+        while (room := self.room()) <= 0 or (self.waiting and room < self.refill_at()):
+            self.room_freed.clear()
+            await self.room_freed.wait()
             if self.stopping.is_set():
                 return
-        claimed = min(self.free, self.w.batch)
-        self.free -= claimed  # other topics' fetchers do not take these slots meanwhile
+        claimed = min(room, self.w.batch)
+        self.held += claimed  # other topics' fetchers do not take this room meanwhile
         started = 0
         try:
             result, cancel = await self.lease(topic, claimed, watcher)
@@ -212,21 +227,44 @@ class Session:
                 lot = lots.get(job.ttr)
                 if lot is None:
                     lot = lots[job.ttr] = _Lot(job.ttr / 3, [])
-                self.start(job, lot)
+                self.hold(job, lot)
                 started += 1
             for lot in lots.values():
                 lot.timer = self.loop.call_later(lot.period, self.renew, lot)
         finally:
-            self.free += claimed - started
+            self.held -= claimed - started
             if claimed > started:
-                self.slot_freed.set()
+                self.room_freed.set()
         if cancel is not None:
             raise cancel
         if not result.jobs:
             timeout = IDLE_WAIT_S
             if result.wake_in_ms is not None:
-                timeout = min(timeout, result.wake_in_ms / 1000)
+                wake_in = result.wake_in_ms / 1000
+                if wake_in <= WAKE_EARLY_S:
+                    await sleep_until(self.loop, self.loop.time() + wake_in)
+                    return
+                timeout = min(timeout, wake_in - WAKE_EARLY_S)
             await watcher.wait(timeout)
+
+    def prefetch(self) -> int:
+        """Jobs to hold beyond the running ones: the worker's setting, or, when
+        automatic, what the slots run in about HOLD_S at the recent run time (none
+        until a job has ended): many for tiny jobs, none for long ones, so a job
+        never waits long here while another worker is free."""
+        if self.w.prefetch is not None:
+            return self.w.prefetch
+        if self.mean_run_s is None:
+            return 0
+        return min(self.w.batch, int(self.w.concurrency * HOLD_S / max(self.mean_run_s, 1e-6)))
+
+    def room(self) -> int:
+        return self.w.concurrency + self.prefetch() - self.held
+
+    def refill_at(self) -> int:
+        # while jobs wait for a slot, a fetcher waits for half the room: one
+        # reserve of many jobs rather than one round trip per freed slot
+        return max(1, (self.w.concurrency + self.prefetch()) // 2)
 
     async def lease(
         self, topic: str, count: int, watcher: AsyncWatcher
@@ -244,12 +282,23 @@ class Session:
 
     # -- running handlers ---------------------------------------------------------------
 
-    def start(self, job: Reservation, lot: _Lot) -> None:
+    def hold(self, job: Reservation, lot: _Lot) -> None:
+        """Take a reserved job: start it if a slot is free, else queue it."""
         token = next(self.tokens)
-        run = self.running[token] = _Running(job, time.monotonic(), lot)
+        self.running[token] = _Running(job, None, lot)
         lot.tokens.append(token)
         lot.left += 1
         self.idle.clear()
+        if self.free and not self.waiting:
+            self.start(token)
+        else:
+            self.waiting.append(token)
+
+    def start(self, token: int) -> None:
+        run = self.running[token]
+        run.started = time.monotonic()
+        self.free -= 1
+        job = run.job
         handler = self.w.handlers[job.topic]
         if self.w._is_async[job.topic]:
             run.task = self.loop.create_task(self.run_async(handler, job, token))
@@ -295,16 +344,25 @@ class Session:
             # the nack of a job on its last attempt moves it to dead
             outcome = "dead" if job.attempts >= job.max_attempts else "retry"
             self.spawn(self.settle(job, bury=False, error=error))
+        ran_s = time.monotonic() - run.started if run.started is not None else 0.0
+        mean = self.mean_run_s
+        self.mean_run_s = ran_s if mean is None else mean + 0.1 * (ran_s - mean)
         if log.isEnabledFor(logging.INFO):
-            log_outcome(job, (time.monotonic() - run.started) * 1000, outcome, error)
+            log_outcome(job, ran_s * 1000, outcome, error)
 
     def free_slot(self, run: _Running) -> None:
+        """Forget a held job (ended or released): its room, its slot if it ran,
+        which the next waiting job takes unless the worker is stopping."""
         lot = run.lot
         lot.left -= 1
         if lot.left == 0 and lot.timer is not None:
             lot.timer.cancel()
-        self.free += 1
-        self.slot_freed.set()
+        self.held -= 1
+        self.room_freed.set()
+        if run.started is not None:
+            self.free += 1
+            if self.waiting and not self.stopping.is_set():
+                self.start(self.waiting.popleft())
         if not self.running:
             self.idle.set()
 
@@ -349,8 +407,10 @@ class Session:
         )
 
     def release(self, token: int) -> None:
-        """Give a job whose handler is still running back to the queue at once."""
+        """Give a held job (running, or waiting for a slot) back to the queue at once."""
         run = self.running.pop(token)
+        if run.started is None:
+            self.waiting.remove(token)
         self.free_slot(run)
         if run.task is not None:
             run.task.cancel()
@@ -415,6 +475,16 @@ class Session:
                 log.warning("could not put the recurring jobs of %s: %s", topic, exc)
                 sleep = pause.take()
             await asyncio.sleep(sleep)
+
+
+async def sleep_until(loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+    """Sleep until ``deadline`` (``loop.time()``) and not a tick later: the
+    loop's timer for all but the last SPIN_S, then turns of the loop."""
+    coarse = deadline - loop.time() - SPIN_S
+    if coarse > 0:
+        await asyncio.sleep(coarse)
+    while loop.time() < deadline:
+        await asyncio.sleep(0)
 
 
 def _failure(tasks: set[asyncio.Task[Any]]) -> tuple[str, BaseException] | None:

@@ -8,12 +8,13 @@ check misses an end of file the event loop has not read yet)."""
 
 from __future__ import annotations
 
-import select
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import redis.asyncio
 from redis.exceptions import ResponseError
+
+from chronoq.backends.redis.link import readable
 
 __all__ = ["AsyncLink"]
 
@@ -23,13 +24,7 @@ def _cut(conn: Any) -> bool:
     file of a server that closed it, or bytes nobody asked for."""
     writer = getattr(conn, "_writer", None)
     sock = None if writer is None else writer.get_extra_info("socket")
-    if sock is None:  # not connected: it connects before sending
-        return False
-    try:
-        readable, _, _ = select.select([sock], [], [], 0)
-    except (OSError, ValueError):
-        return True
-    return bool(readable)
+    return sock is not None and readable(sock)  # not connected: it connects before sending
 
 
 class AsyncLink:

@@ -322,6 +322,7 @@ end
 -- Up to n more tokens on the wake list, which holds at most MAX_WAKE_TOKENS
 -- (a read first: a write command costs a script ~2 µs more than a read).
 local function wake(n)
+  if n <= 0 then return end
   n = math.min(n, MAX_WAKE_TOKENS - redis.call('LLEN', K_WAKE))
   if n <= 0 then return end
   local tokens = {}
