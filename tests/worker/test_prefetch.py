@@ -220,3 +220,46 @@ def test_a_line_still_gathered_is_written_by_flush() -> None:
         assert stream.writes == 1
 
     asyncio.run(main())
+
+
+def test_threads_that_go_on_to_held_jobs_keep_to_the_concurrency(
+    store_url: str, topic: str
+) -> None:
+    # a handler thread starts the next held plain-function job itself; async
+    # jobs start on the loop: together never more than `concurrency` at once
+    lock = threading.Lock()
+    active, peak, order = [0], [0], []
+
+    def enter(name: str) -> None:
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+            order.append(name)
+
+    def leave() -> None:
+        with lock:
+            active[0] -= 1
+
+    def plain(job: Reservation) -> None:
+        enter("plain")
+        time.sleep(0.01)
+        leave()
+
+    async def coroutine(job: Reservation) -> None:
+        enter("async")
+        await asyncio.sleep(0.01)
+        leave()
+
+    async def main() -> None:
+        aq = chronoq.aio.connect(store_url)
+        await aq.put_many(topic, [Job(payload=n) for n in range(20)])
+        await aq.put_many(topic + "-a", [Job(payload=n) for n in range(20)])
+        handlers = {topic: plain, topic + "-a": coroutine}
+        async with Worker(aq, handlers, concurrency=2, prefetch=6, recurring=False) as worker:
+            while worker.counts.acked < 40:
+                await asyncio.sleep(0.01)
+        await aq.close()
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+    assert 1 <= peak[0] <= 2
+    assert order.count("plain") == 20 and order.count("async") == 20

@@ -9,6 +9,7 @@ import itertools
 import logging
 import random
 import signal
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -80,6 +81,9 @@ class Session:
         self.mean_run_s: float | None = None  # recent handler run time (moving average)
         self.room_freed = asyncio.Event()
         self.waiting: deque[int] = deque()  # held jobs waiting for a slot, in order
+        # a handler thread that ends a job starts the next waiting one itself
+        # (see chain): `free`, `waiting` and `started` change under this lock
+        self.slots = threading.Lock()
         self.stopping = asyncio.Event()
         self.hurry = asyncio.Event()  # a second signal: no grace
         self.idle = asyncio.Event()
@@ -109,7 +113,7 @@ class Session:
     # -- the session ------------------------------------------------------------------
 
     async def run(self) -> None:
-        self.threads = HandlerThreads(self.w.concurrency, self.loop, self.finished)
+        self.threads = HandlerThreads(self.w.concurrency, self.loop, self.finished, self.chain)
         self.acks = AckBatcher(self.q, self.lost)
         topics = sorted(self.w.handlers)
         loops = [self.loop.create_task(self.fetch(t), name=f"chronoq-fetch-{t}") for t in topics]
@@ -146,8 +150,11 @@ class Session:
 
     async def shut_down(self) -> None:
         # jobs that never started go back at once, where another worker may be free
-        while self.waiting:
-            self.release(self.waiting[0])
+        with self.slots:
+            never_started = list(self.waiting)
+            self.waiting.clear()
+        for token in never_started:
+            self.release(token)
         if self.running and not self.hurry.is_set():
             log.info("waiting up to %g s for %d running jobs", self.w.grace, len(self.running))
             waits = [
@@ -289,15 +296,40 @@ class Session:
         lot.tokens.append(token)
         lot.left += 1
         self.idle.clear()
-        if self.free and not self.waiting:
-            self.start(token)
-        else:
-            self.waiting.append(token)
+        with self.slots:
+            if not self.free or self.waiting:
+                self.waiting.append(token)
+                return
+            self._take_slot(token)
+        self.start(token)
 
-    def start(self, token: int) -> None:
+    def _take_slot(self, token: int) -> _Running:  # under self.slots
         run = self.running[token]
         run.started = time.monotonic()
         self.free -= 1
+        return run
+
+    def chain(self, token: int) -> tuple[Handler, Reservation, int] | None:
+        """In a handler thread whose job (``token``) just ended: the next waiting
+        job, if it is a plain function's, for this thread to run now; the ended
+        job's slot passes to it (``finished`` is told: ``chained``)."""
+        if self.stopping.is_set():
+            return None
+        with self.slots:
+            if not self.waiting:
+                return None
+            following = self.waiting[0]
+            topic = self.running[following].job.topic
+            if self.w._is_async[topic]:
+                return None
+            self.waiting.popleft()
+            run = self._take_slot(following)
+            self.free += 1  # the ended job's slot: taken over, not freed
+        return self.w.handlers[topic], run.job, following
+
+    def start(self, token: int) -> None:
+        """Dispatch a job that took a slot (``_take_slot``)."""
+        run = self.running[token]
         job = run.job
         handler = self.w.handlers[job.topic]
         if self.w._is_async[job.topic]:
@@ -326,12 +358,13 @@ class Session:
         else:
             self.finished(token, None)
 
-    def finished(self, token: int, error: BaseException | None) -> None:
-        """A handler ended (on the loop): free its slot and settle its job."""
+    def finished(self, token: int, error: BaseException | None, chained: bool = False) -> None:
+        """A handler ended (on the loop): free its slot (unless its thread went
+        on to the next job, ``chained``) and settle its job."""
         run = self.running.pop(token, None)
         if run is None:  # released at shutdown while it ran: its result is void
             return
-        self.free_slot(run)
+        self.free_slot(run, chained)
         job = run.job
         if error is None:
             outcome = "ack"
@@ -350,19 +383,25 @@ class Session:
         if log.isEnabledFor(logging.INFO):
             log_outcome(job, ran_s * 1000, outcome, error)
 
-    def free_slot(self, run: _Running) -> None:
-        """Forget a held job (ended or released): its room, its slot if it ran,
-        which the next waiting job takes unless the worker is stopping."""
+    def free_slot(self, run: _Running, chained: bool = False) -> None:
+        """Forget a held job (ended or released): its room, and its slot if it
+        ran (unless ``chained``: passed on already), which the next waiting job
+        takes unless the worker is stopping."""
         lot = run.lot
         lot.left -= 1
         if lot.left == 0 and lot.timer is not None:
             lot.timer.cancel()
         self.held -= 1
         self.room_freed.set()
-        if run.started is not None:
-            self.free += 1
-            if self.waiting and not self.stopping.is_set():
-                self.start(self.waiting.popleft())
+        if run.started is not None and not chained:
+            following = None
+            with self.slots:
+                self.free += 1
+                if self.waiting and not self.stopping.is_set():
+                    following = self.waiting.popleft()
+                    self._take_slot(following)
+            if following is not None:
+                self.start(following)
         if not self.running:
             self.idle.set()
 
@@ -408,9 +447,10 @@ class Session:
 
     def release(self, token: int) -> None:
         """Give a held job (running, or waiting for a slot) back to the queue at once."""
-        run = self.running.pop(token)
-        if run.started is None:
-            self.waiting.remove(token)
+        with self.slots:  # a thread may be taking it from `waiting` right now
+            run = self.running.pop(token)
+            if run.started is None and token in self.waiting:
+                self.waiting.remove(token)
         self.free_slot(run)
         if run.task is not None:
             run.task.cancel()

@@ -19,24 +19,29 @@ from typing import Any
 
 __all__ = ["HandlerThreads"]
 
-Done = Callable[[Any, BaseException | None], None]  # (token, error) on the loop
+Done = Callable[[Any, BaseException | None, bool], None]  # (token, error, chained) on the loop
+Item = tuple[Callable[[Any], Any], Any, Any]  # (fn, arg, token)
+Chain = Callable[[Any], Item | None]  # in the thread, after a job: the next one to run, if any
 
 
 class HandlerThreads:
-    def __init__(self, count: int, loop: asyncio.AbstractEventLoop, done: Done) -> None:
+    def __init__(
+        self, count: int, loop: asyncio.AbstractEventLoop, done: Done, chain: Chain
+    ) -> None:
         self._loop = loop
         self._done = done
-        self._work: queue.SimpleQueue[tuple[Callable[[Any], Any], Any, Any] | None] = (
-            queue.SimpleQueue()
-        )
-        self._results: deque[tuple[Any, BaseException | None]] = deque()
+        self._chain = chain
+        self._work: queue.SimpleQueue[Item | None] = queue.SimpleQueue()
+        self._results: deque[tuple[Any, BaseException | None, bool]] = deque()
         self._drain_pending = False
         self._count = count
+        self._closed = False
         self._threads: list[threading.Thread] = []  # started by the first job: a
         # worker of async handlers only needs none
 
     def submit(self, fn: Callable[[Any], Any], arg: Any, token: Any) -> None:
-        """Run ``fn(arg)`` in a thread; ``done(token, error)`` runs on the loop after."""
+        """Run ``fn(arg)`` in a thread; ``done(token, error, chained)`` runs on the
+        loop after (``chained``: the thread went on to the job ``chain`` gave it)."""
         if not self._threads:
             self._threads = [
                 threading.Thread(target=self._serve, name=f"chronoq-handler-{n}", daemon=True)
@@ -47,33 +52,43 @@ class HandlerThreads:
         self._work.put((fn, arg, token))
 
     def _serve(self) -> None:
-        while (item := self._work.get()) is not None:
-            fn, arg, token = item
-            error: BaseException | None = None
+        item = self._work.get()
+        while item is not None and not self._closed:
+            following = self._run(*item)
+            item = following if following is not None else self._work.get()
+
+    def _run(self, fn: Callable[[Any], Any], arg: Any, token: Any) -> Item | None:
+        """Run one job, report it, and return the next job to run here if the
+        worker has one waiting: a thread goes
+        from job to job without a trip through the event loop, which cost two
+        thread wake-ups per job, most of a tiny job's cost at concurrency 4."""
+        error: BaseException | None = None
+        try:
+            result = fn(arg)
+            if inspect.isawaitable(result):
+                # a plain function that returned a coroutine (a lambda
+                # around an async function): its author meant it awaited
+                asyncio.run_coroutine_threadsafe(_awaited(result), self._loop).result()
+        except BaseException as exc:  # reported to the worker, which decides
+            error = exc
+        following = self._chain(token)
+        self._results.append((token, error, following is not None))
+        # the loop clears the flag before it drains, so a result appended
+        # while it drains is either seen by that drain or schedules another
+        if not self._drain_pending:
+            self._drain_pending = True
             try:
-                result = fn(arg)
-                if inspect.isawaitable(result):
-                    # a plain function that returned a coroutine (a lambda
-                    # around an async function): its author meant it awaited
-                    asyncio.run_coroutine_threadsafe(_awaited(result), self._loop).result()
-            except BaseException as exc:  # reported to the worker, which decides
-                error = exc
-            self._results.append((token, error))
-            # the loop clears the flag before it drains, so a result appended
-            # while it drains is either seen by that drain or schedules another
-            if not self._drain_pending:
-                self._drain_pending = True
-                try:
-                    self._loop.call_soon_threadsafe(self._drain)
-                except RuntimeError:  # the loop is closed: the process is exiting
-                    return
+                self._loop.call_soon_threadsafe(self._drain)
+            except RuntimeError:  # the loop is closed: the process is exiting
+                self._closed = True
+                return None
+        return following
 
     def _drain(self) -> None:
         self._drain_pending = False
         results = self._results
         while results:
-            token, error = results.popleft()
-            self._done(token, error)
+            self._done(*results.popleft())
 
     def close(self) -> None:
         """Let the threads end once their current job is done (not waited for)."""
