@@ -4,9 +4,9 @@ Per topic, one fetcher reserves due jobs (never one not yet due) for the free
 slots and up to ``prefetch`` more, held in order until a slot frees: by
 default as many as the slots run in about 50 ms, so short jobs do not wait a
 round trip each, and long ones are not held from other workers. Plain
-functions run in ``concurrency`` threads, ``async def`` handlers on the event
-loop. A handler that returns
-acks (in batches, see acks.py); one that raises nacks with the topic's
+functions run in ``concurrency`` threads (a thread that ends a job starts the
+next held one itself), ``async def`` handlers on the event loop. A handler that
+returns acks (in batches, see acks.py); one that raises nacks with the topic's
 backoff, or buries on ``Bury``. A running job's lease is renewed every
 ttr / 3. While the store is down, every part retries with capped pauses.
 """
