@@ -263,3 +263,29 @@ def test_threads_that_go_on_to_held_jobs_keep_to_the_concurrency(
     asyncio.run(asyncio.wait_for(main(), 60))
     assert 1 <= peak[0] <= 2
     assert order.count("plain") == 20 and order.count("async") == 20
+
+
+def test_the_automatic_prefetch_reserves_beyond_the_slots_for_short_jobs(
+    store_url: str, topic: str
+) -> None:
+    asked: list[int] = []
+
+    async def main() -> None:
+        aq = chronoq.aio.connect(store_url)
+        original = aq.backend.reserve
+
+        async def reserve(topic: str, count: int, ttr_ms: Any, waiter: Any = None) -> Any:
+            asked.append(count)
+            return await original(topic, count, ttr_ms, waiter)
+
+        aq.backend.reserve = reserve  # type: ignore[method-assign]
+        await aq.put_many(topic, [Job(payload=n) for n in range(300)])
+        async with Worker(aq, {topic: Recorder()}, concurrency=2, recurring=False) as worker:
+            while worker.counts.acked < 300:
+                await asyncio.sleep(0.01)
+        await aq.close()
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+    assert asked[0] == 2  # nothing has run yet: the free slots only
+    assert max(asked) > 2  # short jobs: held beyond the slots
+    assert max(asked) <= 100  # never more than batch
