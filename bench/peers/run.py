@@ -84,7 +84,6 @@ class Bench:
     def run(self, system: System, python: Path, result: dict[str, Any]) -> dict[str, Any]:
         """The worker phases (drain, lag at each rate), after the enqueue rounds."""
         self.say.log(f"[bold]{system.label}[/]: worker phases")
-        about = result
         store = self.store(system, "work")
         records = Records(self.out / "work" / f"{system.name}.records")
         records.path.unlink(missing_ok=True)
@@ -92,7 +91,7 @@ class Bench:
         phases: list[Phase] = []
         try:
             warm = spread("warm", time.time() + 1.0, 10, 4)
-            self.put(system, python, store, warm, bool(about["bulk"]))
+            self.put(system, python, store, warm, bool(result["bulk"]))
             if not records.wait_for(warm.ids, warm.jobs[-1][1], 60.0, 60.0):
                 raise RuntimeError(f"{system.name}: the worker ran no job within 60 s")
             rate = result["enqueue_best"]
@@ -102,7 +101,7 @@ class Bench:
                     phase = Phase(name, [(f"{name}-{k}", round(first_due, 3)) for k in range(n)])
                 else:
                     phase = spread(name, first_due, per_s, n)
-                self.put(system, python, store, phase, bool(about["bulk"]))
+                self.put(system, python, store, phase, bool(result["bulk"]))
                 self.say.log(f"  {name}: {n:,} jobs")
                 records.wait_for(phase.ids, phase.jobs[-1][1], STALL_S, CAP_S)
                 phases.append(phase)
@@ -211,15 +210,15 @@ class Bench:
         self, system: System, python: Path, store: str, record: Path
     ) -> subprocess.Popen[bytes]:
         argv = self.worker_argv(system, python, store)
-        log = (self.out / "logs" / f"{system.name}-worker.log").open("wb")
-        return subprocess.Popen(
-            argv,
-            cwd=HERE / "systems",
-            env=self.env(store, record),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        with (self.out / "logs" / f"{system.name}-worker.log").open("wb") as log:
+            return subprocess.Popen(  # the child keeps its own copy of the log file
+                argv,
+                cwd=HERE / "systems",
+                env=self.env(store, record),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     def worker_argv(self, system: System, python: Path, store: str) -> list[str]:
         call = f"a.worker_argv({str(python)!r}, {store!r})"
