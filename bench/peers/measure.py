@@ -9,20 +9,15 @@ twice and a lost job not at all.
 
 from __future__ import annotations
 
-import math
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from common import percentile  # bench/common.py: the nearest-rank one every benchmark uses
+
 EARLY_S = 0.001  # a start more than this before the due time is early
-
-
-def percentile(values: list[float], p: float) -> float:
-    """Nearest-rank percentile (p in 0..100) of non-empty ``values``."""
-    ordered = sorted(values)
-    return ordered[max(1, math.ceil(p / 100 * len(ordered))) - 1]
 
 
 class Records:

@@ -249,33 +249,15 @@ class Bench:
             return
 
 
-def attempt(
-    results: list[dict[str, Any]],
-    system: System,
-    say: Console,
-    step: Any,
-    *args: Any,
-    into: dict[str, Any] | None = None,
-) -> None:
-    """``step(*args)``: its result goes ``into`` a dict under the system's name
-    (a list there gets it appended), else, if it has phases, in ``results``. A
-    failure becomes the system's result, so one peer failing loses no other's
-    figures."""
+def attempt(failed: dict[str, str], system: System, say: Console, step: Any, *args: Any) -> Any:
+    """``step(*args)``, or None when it raised: the failure goes in ``failed``
+    (the system's row says so) and the other systems go on."""
     try:
-        outcome = step(*args)
+        return step(*args)
     except Exception as exc:
         say.log(f"[red]{system.label} failed[/]: {exc}")
-        results[:] = [r for r in results if r["name"] != system.name]
-        results.append({"name": system.name, "label": system.label, "error": str(exc)[:200]})
-        if into is not None:
-            into.pop(system.name, None)
-        return
-    if into is None:
-        results.append(outcome)
-    elif isinstance(into.get(system.name), list):
-        into[system.name].append(outcome)
-    else:
-        into[system.name] = outcome
+        failed[system.name] = str(exc)[:200]
+        return None
 
 
 def enqueue_medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -316,32 +298,31 @@ def main(argv: list[str] | None = None) -> int:
         bench = Bench(args.out, url, sizes, say)
         report["machine"]["redis_server"] = bench.redis.info("server")["redis_version"]
         systems = [BY_NAME[name] for name in args.systems.split(",")]
+        failed: dict[str, str] = {}
         ready: dict[str, tuple[Path, dict[str, Any]]] = {}
         for system in systems:
-            attempt(results, system, say, bench.prepare, system, into=ready)
+            if (prepared := attempt(failed, system, say, bench.prepare, system)) is not None:
+                ready[system.name] = prepared
         # the enqueue rounds take turns, system after system, so that a slow
         # moment of the machine does not fall on one system's figures alone
         rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in ready}
         for _ in range(sizes.rounds):
             for system in systems:
-                if system.name in rounds:  # a round that failed drops the system
+                if system.name in ready and system.name not in failed:
                     python, about = ready[system.name]
-                    attempt(
-                        results,
-                        system,
-                        say,
-                        bench.enqueue_figures,
-                        system,
-                        python,
-                        about["bulk"],
-                        into=rounds,
-                    )
+                    step = bench.enqueue_figures
+                    figures = attempt(failed, system, say, step, system, python, about["bulk"])
+                    if figures is not None:
+                        rounds[system.name].append(figures)
         for system in systems:
-            if len(rounds.get(system.name, [])) < sizes.rounds:
-                continue
-            python, about = ready[system.name]
-            about |= enqueue_medians(rounds[system.name])
-            attempt(results, system, say, bench.run, system, python, about)
+            result = None
+            if system.name not in failed:
+                python, about = ready[system.name]
+                about |= enqueue_medians(rounds[system.name])
+                result = attempt(failed, system, say, bench.run, system, python, about)
+            if result is None:
+                result = {"name": system.name, "label": system.label, "error": failed[system.name]}
+            results.append(result)
         bench.redis.close()
     report["seconds"] = time.monotonic() - started
     report["machine"]["loadavg_end"] = list(os.getloadavg())

@@ -15,6 +15,7 @@ import pytest
 
 PEERS = Path(__file__).resolve().parents[2] / "bench" / "peers"
 sys.path.insert(0, str(PEERS))
+sys.path.append(str(PEERS.parent))  # bench/common.py, after redis-py (bench/redis.py)
 
 from measure import Phase, Records, percentile, spread  # noqa: E402
 from report import markdown_table  # noqa: E402

@@ -77,7 +77,7 @@ class Session:
             self.q, self._owns_queue = AsyncQueue.from_queue(worker.queue), True
         self.ttr_ms = worker.ttr_ms
         self.free = worker.concurrency  # handler slots not running a job
-        self.held = 0  # jobs running, waiting for a slot, or on the wire in a reserve
+        self.claimed = 0  # room taken by reserves on the wire (held jobs: self.running)
         self.mean_run_s: float | None = None  # recent handler run time (moving average)
         self.room_freed = asyncio.Event()
         self.waiting: deque[int] = deque()  # held jobs waiting for a slot, in order
@@ -219,13 +219,19 @@ class Session:
                     await watcher.close()
 
     async def fetch_once(self, topic: str, watcher: AsyncWatcher) -> None:
-        while (room := self.room()) <= 0 or (self.waiting and room < self.refill_at()):
+        while True:
+            capacity = self.w.concurrency + self.prefetch()
+            room = capacity - len(self.running) - self.claimed
+            # while jobs wait for a slot, wait for half the room: one reserve of
+            # many jobs rather than one round trip per freed slot
+            if room > 0 and not (self.waiting and room < max(1, capacity // 2)):
+                break
             self.room_freed.clear()
             await self.room_freed.wait()
             if self.stopping.is_set():
                 return
         claimed = min(room, self.w.batch)
-        self.held += claimed  # other topics' fetchers do not take this room meanwhile
+        self.claimed += claimed  # other topics' fetchers do not take this room meanwhile
         started = 0
         try:
             result, cancel = await self.lease(topic, claimed, watcher)
@@ -239,7 +245,7 @@ class Session:
             for lot in lots.values():
                 lot.timer = self.loop.call_later(lot.period, self.renew, lot)
         finally:
-            self.held -= claimed - started
+            self.claimed -= claimed
             if claimed > started:
                 self.room_freed.set()
         if cancel is not None:
@@ -264,14 +270,6 @@ class Session:
         if self.mean_run_s is None:
             return 0
         return min(self.w.batch, int(self.w.concurrency * HOLD_S / max(self.mean_run_s, 1e-6)))
-
-    def room(self) -> int:
-        return self.w.concurrency + self.prefetch() - self.held
-
-    def refill_at(self) -> int:
-        # while jobs wait for a slot, a fetcher waits for half the room: one
-        # reserve of many jobs rather than one round trip per freed slot
-        return max(1, (self.w.concurrency + self.prefetch()) // 2)
 
     async def lease(
         self, topic: str, count: int, watcher: AsyncWatcher
@@ -303,11 +301,9 @@ class Session:
             self._take_slot(token)
         self.start(token)
 
-    def _take_slot(self, token: int) -> _Running:  # under self.slots
-        run = self.running[token]
-        run.started = time.monotonic()
+    def _take_slot(self, token: int) -> None:  # under self.slots
+        self.running[token].started = time.monotonic()
         self.free -= 1
-        return run
 
     def chain(self, token: int) -> tuple[Handler, Reservation, int] | None:
         """In a handler thread whose job (``token``) just ended: the next waiting
@@ -323,8 +319,8 @@ class Session:
             if self.w._is_async[topic]:
                 return None
             self.waiting.popleft()
-            run = self._take_slot(following)
-            self.free += 1  # the ended job's slot: taken over, not freed
+            run = self.running[following]
+            run.started = time.monotonic()  # in the ended job's slot: `free` is unchanged
         return self.w.handlers[topic], run.job, following
 
     def start(self, token: int) -> None:
@@ -391,7 +387,6 @@ class Session:
         lot.left -= 1
         if lot.left == 0 and lot.timer is not None:
             lot.timer.cancel()
-        self.held -= 1
         self.room_freed.set()
         if run.started is not None and not chained:
             following = None

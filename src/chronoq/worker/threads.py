@@ -59,9 +59,9 @@ class HandlerThreads:
 
     def _run(self, fn: Callable[[Any], Any], arg: Any, token: Any) -> Item | None:
         """Run one job, report it, and return the next job to run here if the
-        worker has one waiting: a thread goes
-        from job to job without a trip through the event loop, which cost two
-        thread wake-ups per job, most of a tiny job's cost at concurrency 4."""
+        worker has one waiting: a thread goes from job to job without a trip
+        through the event loop, which cost two thread wake-ups per job, most of
+        a tiny job's cost at concurrency 4."""
         error: BaseException | None = None
         try:
             result = fn(arg)
