@@ -22,6 +22,9 @@ __all__ = [
     "EventPage",
     "Job",
     "JobInfo",
+    "JobPage",
+    "LogRead",
+    "LogShard",
     "NewJob",
     "PutResult",
     "Reservation",
@@ -172,6 +175,42 @@ class EventPage:
 
     events: list[Event]
     cursor: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobPage:
+    """A page of a topic's jobs and the cursor to pass for the next page
+    (None: there is no more)."""
+
+    jobs: list[JobInfo]
+    cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LogShard:
+    """One separately numbered part of a store's event log. SQLite keeps one
+    for every topic (``name`` "events", ``topic`` None, ``shard`` 0); Redis one
+    per topic and shard (``name``: its stream's key, such as
+    "chronoq:{orders:3}:events"). Within one, events are
+    numbered 1, 2, 3... without holes, except where the store trimmed its
+    oldest events (DESIGN §7)."""
+
+    name: str
+    topic: str | None
+    shard: int
+
+
+@dataclass(frozen=True, slots=True)
+class LogRead:
+    """Events of one log shard after a seq, oldest first. ``lost``: how many
+    events after that seq the store had trimmed before they could be read;
+    ``head``: the seq of the shard's newest event when it was read (0 for an
+    empty log; below the seq asked for when the store lost or replaced its
+    log)."""
+
+    events: list[Event]
+    lost: int
+    head: int
 
 
 def validate_topic(topic: object) -> str:

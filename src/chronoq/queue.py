@@ -24,12 +24,15 @@ from chronoq.calls import (
     reschedule_args,
     reserve_args,
 )
-from chronoq.errors import LeaseLost
+from chronoq.errors import InvalidInput, LeaseLost
 from chronoq.job import (
     DEFAULT_MAX_PAYLOAD,
     EventPage,
     Job,
     JobInfo,
+    JobPage,
+    LogRead,
+    LogShard,
     PutResult,
     Reservation,
     duration_ms,
@@ -285,6 +288,46 @@ class Queue:
         check_limit(limit)
         return self.backend.events(None if topic is None else validate_topic(topic), cursor, limit)
 
+    # -- reading in bulk: chronoq export, the Spark pipeline ----------------------------
+
+    @property
+    def shards(self) -> int:
+        """How many shards the store spreads a topic's jobs over (SQLite: 1)."""
+        return self.backend.shards
+
+    def jobs(
+        self, topic: str, *, shard: int = 0, cursor: str | None = None, limit: int = 1000
+    ) -> JobPage:
+        """A page of the jobs of one shard of the topic, in no set order; pass
+        ``page.cursor`` back for the next (None: that was the last). A job
+        there for the whole scan is in some page, maybe twice on Redis; one
+        that moves meanwhile may be missed."""
+        check_limit(limit)
+        if isinstance(shard, bool) or not isinstance(shard, int):
+            raise InvalidInput(f"shard must be an integer, got {shard!r}")
+        if cursor is not None and not isinstance(cursor, str):
+            raise InvalidInput(f"bad job cursor {cursor!r}: pass the cursor of a previous page")
+        return self.backend.jobs(validate_topic(topic), shard, cursor, limit)
+
+    def log_shards(self, topic: str | None = None) -> list[LogShard]:
+        """The separately numbered parts of the event log (DESIGN §7) that
+        hold the events of ``topic`` (None: every topic): one for SQLite, one
+        per topic and shard for Redis."""
+        return self.backend.log_shards(None if topic is None else validate_topic(topic))
+
+    def log_read(self, shard: LogShard, after: int = 0, *, limit: int = 10_000) -> LogRead:
+        """About ``limit`` events of a log shard with a seq above ``after``,
+        oldest first, and how many the store trimmed before they could be
+        read (``lost``): readers that must see every event, such as ``chronoq
+        export``, resume from the seq of the last event they kept."""
+        check_limit(limit)
+        return self.backend.log_read(_log_shard(shard), _seq(after), limit)
+
+    def log_trim(self, shard: LogShard, upto: int) -> None:
+        """Drop the events of a log shard up to seq ``upto``, once they are
+        safely elsewhere (``chronoq export --trim``)."""
+        self.backend.log_trim(_log_shard(shard), _seq(upto))
+
     # -- recurring jobs ----------------------------------------------------------------
 
     def recurring(
@@ -337,3 +380,15 @@ class Queue:
         for name, at_ms in plan.marks:
             self.backend.schedules_mark(topic, name, at_ms)
         return plan.done(results)
+
+
+def _log_shard(shard: object) -> LogShard:
+    if not isinstance(shard, LogShard):
+        raise InvalidInput(f"expected a LogShard from log_shards(), got {shard!r}")
+    return shard
+
+
+def _seq(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"an event seq must be an integer >= 0, got {value!r}")
+    return value

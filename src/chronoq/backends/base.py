@@ -15,7 +15,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from chronoq.backoff import Backoff
-from chronoq.job import EventPage, JobInfo, NewJob, PutResult, Reservation
+from chronoq.job import (
+    EventPage,
+    JobInfo,
+    JobPage,
+    LogRead,
+    LogShard,
+    NewJob,
+    PutResult,
+    Reservation,
+)
 from chronoq.states import State
 
 if TYPE_CHECKING:
@@ -66,6 +75,8 @@ class Backend(ABC):
 
     #: the store URL with any password removed, for messages and logs
     url: str
+    #: how many shards a topic's jobs are spread over (SQLite: 1)
+    shards: int
 
     @abstractmethod
     def put_many(self, topic: str, jobs: Sequence[NewJob], replace: bool) -> list[PutResult]:
@@ -152,6 +163,30 @@ class Backend(ABC):
     @abstractmethod
     def events(self, topic: str | None, cursor: str | None, limit: int) -> EventPage:
         """Events after ``cursor`` (None: from the oldest kept), oldest first."""
+
+    # -- reading in bulk (chronoq export, the Spark pipeline) -------------------------
+
+    @abstractmethod
+    def jobs(self, topic: str, shard: int, cursor: str | None, limit: int) -> JobPage:
+        """About ``limit`` jobs of one shard of the topic after ``cursor`` (None:
+        from the start); the page's cursor is None at the end. A job that stays
+        in the shard during the whole scan is returned at least once (Redis
+        may return it twice)."""
+
+    @abstractmethod
+    def log_shards(self, topic: str | None) -> list[LogShard]:
+        """The separately numbered parts of the event log that hold the
+        events of ``topic`` (None: of every topic)."""
+
+    @abstractmethod
+    def log_read(self, shard: LogShard, after: int, limit: int) -> LogRead:
+        """About ``limit`` events of the shard with a seq above ``after``,
+        oldest first, with how many were trimmed before they could be read."""
+
+    @abstractmethod
+    def log_trim(self, shard: LogShard, upto: int) -> None:
+        """Drop the shard's events up to seq ``upto`` (a store may keep some
+        of them, never a later one)."""
 
     # -- recurring schedules (chronoq.recurring): no events, not jobs ----------------
 

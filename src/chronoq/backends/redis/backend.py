@@ -17,7 +17,7 @@ from redis.connection import URL_QUERY_ARGUMENT_PARSERS
 from chronoq.aio.base import AsyncBackend
 from chronoq.backends import StoreURL
 from chronoq.backends.base import Backend, ReserveResult, StoredSchedule, Watcher
-from chronoq.backends.redis import schedules
+from chronoq.backends.redis import logs, schedules
 from chronoq.backends.redis.aio_backend import AsyncRedisBackend
 from chronoq.backends.redis.core import RedisCore
 from chronoq.backends.redis.link import Link
@@ -25,7 +25,7 @@ from chronoq.backends.redis.steps import REDIS_ERRORS, Pipeline, Steps, translat
 from chronoq.backends.redis.watcher import RedisWatcher
 from chronoq.backoff import Backoff
 from chronoq.errors import InvalidInput
-from chronoq.job import EventPage, JobInfo, NewJob, PutResult
+from chronoq.job import EventPage, JobInfo, JobPage, LogRead, LogShard, NewJob, PutResult
 from chronoq.states import State
 
 __all__ = ["RedisBackend"]
@@ -92,6 +92,7 @@ class RedisBackend(Backend):
         driver_url: str | None = None,
     ) -> None:
         self.url = url
+        self.shards = shards
         self._client = client
         self._prefix = prefix
         self._driver_url = driver_url  # for redis.asyncio: the same server and settings
@@ -244,6 +245,20 @@ class RedisBackend(Backend):
 
     def events(self, topic: str | None, cursor: str | None, limit: int) -> EventPage:
         return self._drive(self._core.events(topic, cursor, limit))
+
+    # -- reading in bulk (logs.py) ------------------------------------------------------
+
+    def jobs(self, topic: str, shard: int, cursor: str | None, limit: int) -> JobPage:
+        return self._drive(logs.jobs_page(self._core, topic, shard, cursor, limit))
+
+    def log_shards(self, topic: str | None) -> list[LogShard]:
+        return self._drive(logs.log_shards(self._core, topic))
+
+    def log_read(self, shard: LogShard, after: int, limit: int) -> LogRead:
+        return self._drive(logs.log_read(self._core, shard, after, limit))
+
+    def log_trim(self, shard: LogShard, upto: int) -> None:
+        self._drive(logs.log_trim(self._core, shard, upto))
 
     # -- recurring schedules (schedules.py) --------------------------------------------
 

@@ -24,9 +24,9 @@ from chronoq.backends.redis.codec import (
     pack_new_job,
     reservations,
 )
-from chronoq.backends.redis.keys import shard_keys, shard_of, topics_key
+from chronoq.backends.redis.keys import logs_key, shard_keys, shard_of, topics_key
 from chronoq.backends.redis.scripts import Scripts
-from chronoq.backends.redis.steps import Command, Steps
+from chronoq.backends.redis.steps import Command, Pipeline, Steps
 from chronoq.backoff import Backoff
 from chronoq.errors import DurabilityError, InvalidInput, LeaseLost
 from chronoq.job import Event, EventPage, JobInfo, NewJob, PutResult, Reservation
@@ -73,6 +73,7 @@ class RedisCore:
         self.replica_timeout_ms = replica_timeout_ms
         self.scripts = Scripts()
         self._key_cache: dict[tuple[str, int], list[str]] = {}
+        self._topic_sets = (topics_key(prefix), logs_key(prefix))
         self._known_topics: set[str] = set()
         self._next_shard = 0
 
@@ -124,7 +125,10 @@ class RedisCore:
 
     def _register(self, topic: str) -> Steps[None]:
         if topic not in self._known_topics:
-            yield Command(("SADD", topics_key(self.prefix), topic))
+            replies = yield Pipeline([("SADD", key, topic) for key in self._topic_sets])
+            for reply in replies:
+                if isinstance(reply, Exception):
+                    raise reply
             self._known_topics.add(topic)
 
     def _by_shard(self, ids: Sequence[str]) -> dict[int, Sequence[int]]:

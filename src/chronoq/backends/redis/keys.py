@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import zlib
 
-__all__ = ["PARTS", "shard_keys", "shard_of", "topics_key"]
+__all__ = ["PARTS", "logs_key", "shard_keys", "shard_of", "topics_key"]
 
 #: the order of KEYS in every script (see lua/prelude.lua)
 PARTS = (
@@ -37,3 +37,10 @@ def shard_keys(prefix: str, topic: str, shard: int) -> list[str]:
 def topics_key(prefix: str) -> str:
     """The set of topic names: outside any shard's slot, so written on its own."""
     return f"{prefix}:topics"
+
+
+def logs_key(prefix: str) -> str:
+    """The set of topics that ever had a job put: the event logs to read.
+    Unlike the topic set, ``purge`` leaves a name here, so that an export
+    still finds the events of a purged topic."""
+    return f"{prefix}:logs"

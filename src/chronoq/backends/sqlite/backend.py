@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from chronoq.backends import StoreURL
 from chronoq.backends.base import Backend, ReserveResult, Watcher
 from chronoq.backends.sqlite.eventlog import EventLog, EventRow, remember
+from chronoq.backends.sqlite.logs import SQLiteBulkReads
 from chronoq.backends.sqlite.reads import dead_jobs, event_page, job_info, topic_stats
 from chronoq.backends.sqlite.reserving import expire_leases, lease_ready, next_change_in
 from chronoq.backends.sqlite.rows import DELAYED, READY, RESERVED, now_ms
@@ -41,7 +42,7 @@ _IN_CHUNK = 500  # ids per IN (...) list, well under SQLite's variable limit
 _EXPIRE_BATCH = 1000  # leases reclaimed per reserve call: keeps every call bounded
 
 
-class SQLiteBackend(SQLiteSchedules, Backend):
+class SQLiteBackend(SQLiteSchedules, SQLiteBulkReads, Backend):
     """Jobs in one SQLite file (WAL), safe for many threads and processes."""
 
     def __init__(
