@@ -13,8 +13,19 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e .
 	@touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev,redis]'
+# PySpark ships as a ~450 MB sdist: its wheel is built once, outside the
+# checkout, and installed from there (a new checkout or venv reuses it)
+PYSPARK_VERSION := 4.3.0
+WHEELS := $(HOME)/.cache/chronoq/wheels
+PYSPARK_WHEEL := $(WHEELS)/pyspark-$(PYSPARK_VERSION)-py2.py3-none-any.whl
+
+$(PYSPARK_WHEEL): | $(BIN)/python
+	@mkdir -p $(WHEELS)
+	$(BIN)/python -m pip wheel -q --no-deps 'pyspark==$(PYSPARK_VERSION)' -w $(WHEELS)
+
+$(VENV)/.installed-dev: pyproject.toml $(PYSPARK_WHEEL) | $(BIN)/python
+	$(BIN)/python -m pip install -q --find-links $(WHEELS) -e '.[dev,redis,spark]' \
+	  'pyspark==$(PYSPARK_VERSION)'
 	@touch $@ $(VENV)/.installed
 
 ## run: install into .venv and run chronoq's live demo on the embedded SQLite store
@@ -37,19 +48,26 @@ bench: $(VENV)/.installed-dev system-deps
 	$(BIN)/python bench/redis.py
 	$(BIN)/python bench/worker.py
 
-$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev,redis,bench]'
+$(VENV)/.installed-bench: pyproject.toml $(PYSPARK_WHEEL) | $(BIN)/python
+	$(BIN)/python -m pip install -q --find-links $(WHEELS) -e '.[dev,redis,spark,bench]' \
+	  'pyspark==$(PYSPARK_VERSION)'
 	@touch $@ $(VENV)/.installed-dev $(VENV)/.installed
 
 ## bench-peers: chronoq next to RQ, arq, huey, Dramatiq and Celery (peers in bench/.venvs/)
 bench-peers: $(VENV)/.installed-bench system-deps
 	$(BIN)/python bench/peers/run.py $(ARGS)
 
-# redis-server for the Redis backend's tests: Debian's package when missing
+# redis-server for the Redis backend's tests and a Java 17+ runtime for Spark:
+# Debian's packages when missing
 system-deps:
 	@command -v redis-server >/dev/null 2>&1 || { \
 	  echo "installing redis-server (Debian package)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	[ -n "$$v" ] && [ "$$v" -ge 17 ] || { \
+	  echo "installing a Java runtime for Spark (Debian package openjdk-17-jre-headless)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    openjdk-17-jre-headless; }
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache chronoq.db chronoq.db-wal chronoq.db-shm

@@ -29,6 +29,7 @@ from chronoq.cli.app import (
     pass_app,
 )
 from chronoq.cli.demo import run_demo
+from chronoq.cli.export import export
 from chronoq.cli.parsing import check_one_time, parse_payload, parse_run_at
 from chronoq.cli.worker import worker
 
@@ -38,7 +39,8 @@ log = logging.getLogger("chronoq")
 
 EPILOG = """\b
 Exit codes: 0 ok; 1 nothing found (missing job, empty reserve, lost lease);
-2 bad input; 3 store unavailable (cannot open, corrupt, read-only).
+2 bad input; 3 store unavailable (cannot open, corrupt, read-only); 4 export:
+events were trimmed from the store before they were exported.
 """
 
 
@@ -341,6 +343,7 @@ def demo(app: App, jobs: int, seconds: float) -> None:
 
 
 cli.add_command(worker)
+cli.add_command(export)
 
 
 def main() -> None:

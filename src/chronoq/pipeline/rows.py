@@ -1,0 +1,201 @@
+"""DataFrame rows to jobs, without Spark: which columns a write takes (checked
+on the driver, before any task runs) and how an Arrow batch of them becomes
+``Job`` values (on the executors), with one reason per bad row."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+
+from chronoq.errors import InvalidInput
+from chronoq.job import Job
+
+__all__ = ["JOB_COLUMNS", "Columns", "RowError", "plan_columns", "rows_to_jobs"]
+
+_INTEGRAL = frozenset({"byte", "short", "integer", "long"})
+_NUMBER = _INTEGRAL | {"float", "double", "decimal"}
+_TIME = frozenset({"timestamp", "timestamp_ntz", "date"})
+#: column -> the Spark type names it takes
+JOB_COLUMNS: dict[str, frozenset[str]] = {
+    "id": frozenset({"string"}) | _INTEGRAL,
+    "topic": frozenset({"string"}),
+    "payload": frozenset({"string", "binary", "struct", "map", "array"}),
+    "delay": _NUMBER,
+    "run_at": _TIME,
+    "due_at": _TIME | _INTEGRAL,
+    "priority": _INTEGRAL,
+    "ttr": _NUMBER,
+    "max_attempts": _INTEGRAL,
+    "unique_for": _NUMBER,
+}
+_WHEN = ("delay", "run_at", "due_at")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_DEFAULT = Job()
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The job columns of a DataFrame, checked: where the due time and the
+    topic come from, and how to read the payload."""
+
+    names: tuple[str, ...]
+    when: str
+    topic: str | None  # the topic option, when there is no topic column
+    payload_type: str | None
+
+
+@dataclass(frozen=True)
+class RowError:
+    """A row that is not a valid job, and why."""
+
+    position: int
+    id: str | None
+    reason: str
+    row: dict[str, Any]
+
+    def describe(self) -> str:
+        named = f"id {self.id!r}" if self.id is not None else "no id"
+        return f"row {self.position} ({named}): {self.reason}"
+
+
+def plan_columns(
+    fields: Sequence[tuple[str, str]], topic: str | None, *, generate_ids: bool = False
+) -> Columns:
+    """Check a DataFrame's ``(column, Spark type name)`` pairs for a write;
+    raises ``InvalidInput`` saying what to change."""
+    names = [name.lower() for name, _ in fields]
+    if "id" not in names and not generate_ids:
+        raise InvalidInput(
+            "an id column is required: jobs are put by id, so running the write again "
+            "schedules nothing twice (or set option generate_ids=true: then it would)"
+        )
+    unknown = sorted(set(names) - set(JOB_COLUMNS))
+    if unknown:
+        raise InvalidInput(
+            f"column(s) {', '.join(unknown)} are not job fields: select the columns "
+            f"{', '.join(JOB_COLUMNS)} (id and one of delay, run_at, due_at at least)"
+        )
+    if len(set(names)) != len(names):
+        raise InvalidInput(f"a column appears twice in {', '.join(names)}")
+    for name, kind in zip(names, (kind for _, kind in fields), strict=True):
+        if kind not in JOB_COLUMNS[name]:
+            allowed = ", ".join(sorted(JOB_COLUMNS[name]))
+            raise InvalidInput(f"column {name} is of type {kind}: it takes {allowed}")
+    when = [name for name in _WHEN if name in names]
+    if len(when) != 1:
+        given = f"got {', '.join(when)}" if when else "got none"
+        raise InvalidInput(
+            "give the due time as exactly one column: delay (seconds), run_at (timestamp) "
+            f"or due_at (timestamp, or ms since the epoch); {given} (for jobs due now: "
+            "lit(0).alias('delay'))"
+        )
+    if "topic" not in names and topic is None:
+        raise InvalidInput("give the topic: .option('topic', 'name'), or a topic column")
+    if "topic" in names and topic is not None:
+        raise InvalidInput("give the topic once: a topic column or the topic option, not both")
+    payload_type = dict(zip(names, (kind for _, kind in fields), strict=True)).get("payload")
+    return Columns(tuple(names), when[0], topic, payload_type)
+
+
+def _json_ready(value: Any) -> Any:
+    """A struct, map or array value as JSON: Spark's types JSON lacks become text."""
+    if isinstance(value, dict):
+        return {str(k): _json_ready(v) for k, v in value.items()}
+    if isinstance(value, list):
+        # a map arrives from Arrow as a list of (key, value) pairs
+        if value and all(isinstance(v, tuple) and len(v) == 2 for v in value):
+            return {str(k): _json_ready(v) for k, v in value}
+        return [_json_ready(v) for v in value]
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    return value
+
+
+def _payload(value: Any, kind: str | None) -> Any:
+    if value is None or kind == "binary":
+        return value
+    if kind == "string":
+        try:
+            return json.loads(value)
+        except ValueError as exc:
+            raise InvalidInput(f"payload is not JSON text ({exc}): {value[:80]!r}") from None
+    return _json_ready(value)
+
+
+def _moment(value: Any) -> datetime:
+    """A timestamp (naive ones are UTC, as timestamp_ntz), a date, or ms since the epoch."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    return _EPOCH + timedelta(milliseconds=value)
+
+
+def _job(row: dict[str, Any], columns: Columns, generate_ids: bool) -> Job:
+    job_id = row.get("id")
+    if job_id is None:
+        if not generate_ids:
+            raise InvalidInput(
+                "id is null: every row needs an id (that makes the write idempotent), or "
+                "set option generate_ids=true"
+            )
+    elif not isinstance(job_id, str):
+        job_id = str(job_id)
+    when = row[columns.when]
+    if when is None:
+        raise InvalidInput(f"{columns.when} is null")
+    delay, run_at = (when, None) if columns.when == "delay" else (None, _moment(when))
+    if isinstance(delay, Decimal):
+        delay = float(delay)
+
+    def field(name: str) -> Any:
+        value = row.get(name)
+        return getattr(_DEFAULT, name) if value is None else value
+
+    unique_for = field("unique_for")
+    ttr = field("ttr")
+    return Job(
+        payload=_payload(row.get("payload"), columns.payload_type),
+        delay=delay,
+        run_at=run_at,
+        id=job_id,
+        priority=field("priority"),
+        ttr=float(ttr) if isinstance(ttr, Decimal) else ttr,
+        max_attempts=field("max_attempts"),
+        unique_for=float(unique_for) if isinstance(unique_for, Decimal) else unique_for,
+    )
+
+
+def rows_to_jobs(
+    batch: pa.RecordBatch, columns: Columns, *, generate_ids: bool, first: int = 0
+) -> Iterator[tuple[str, int, Job | RowError, dict[str, Any]]]:
+    """``(topic, position, job or why not, the row)`` for each row of
+    ``batch``; the first row's position is ``first``."""
+    names = [name.lower() for name in batch.schema.names]
+    data = [column.to_pylist() for column in batch.columns]
+    topics = data[names.index("topic")] if "topic" in names else None
+    for n in range(batch.num_rows):
+        row = {name: values[n] for name, values in zip(names, data, strict=True)}
+        topic = columns.topic if topics is None else topics[n]
+        try:
+            if topic is None:
+                raise InvalidInput("topic is null")
+            yield topic, first + n, _job(row, columns, generate_ids), row
+        except (InvalidInput, OverflowError, ValueError, TypeError) as exc:
+            error = RowError(first + n, _text(row.get("id")), str(exc), row)
+            yield topic or "", first + n, error, row
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
