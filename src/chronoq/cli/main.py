@@ -18,6 +18,7 @@ from rich.logging import RichHandler
 
 import chronoq
 from chronoq.cli import output
+from chronoq.cli.analyze import analyze
 from chronoq.cli.app import (
     EXIT_BAD_INPUT,
     EXIT_NOT_FOUND,
@@ -344,6 +345,7 @@ def demo(app: App, jobs: int, seconds: float) -> None:
 
 cli.add_command(worker)
 cli.add_command(export)
+cli.add_command(analyze)
 
 
 def main() -> None:
