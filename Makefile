@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint bench bench-peers system-deps clean
+.PHONY: run test lint bench bench-peers bench-spark example-spark system-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed-dev system-deps
 	$(BIN)/python -m pytest
 
+## example-spark: the orders example (a million orders scheduled from Spark, a worker, export, analyze)
+example-spark: $(VENV)/.installed-dev system-deps
+	$(BIN)/python examples/orders/run.py $(ARGS)
+
 ## lint: ruff and mypy
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests bench
@@ -52,6 +56,10 @@ $(VENV)/.installed-bench: pyproject.toml $(PYSPARK_WHEEL) | $(BIN)/python
 	$(BIN)/python -m pip install -q --find-links $(WHEELS) -e '.[dev,redis,spark,bench]' \
 	  'pyspark==$(PYSPARK_VERSION)'
 	@touch $@ $(VENV)/.installed-dev $(VENV)/.installed
+
+## bench-spark: the Spark pipeline (bulk scheduling, export, analyze; results in docs/benchmarks.md)
+bench-spark: $(VENV)/.installed-dev system-deps
+	$(BIN)/python bench/spark.py $(ARGS)
 
 ## bench-peers: chronoq next to RQ, arq, huey, Dramatiq and Celery (peers in bench/.venvs/)
 bench-peers: $(VENV)/.installed-bench system-deps

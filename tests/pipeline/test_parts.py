@@ -54,11 +54,11 @@ def test_a_batch_of_rows_becomes_jobs_and_reasons() -> None:
         "t",
     )
     out = list(rows_to_jobs(batch, columns, generate_ids=False, first=10))
-    assert [position for _, position, _, _ in out] == [10, 11, 12, 13]
+    assert [position for _, position, *_ in out] == [10, 11, 12, 13]
     job = out[0][2]
     assert not isinstance(job, RowError)
     assert (job.id, job.payload, job.run_at, job.priority) == ("a", {"k": 1}, at, 3)
-    reasons = [item.reason for _, _, item, _ in out[1:] if isinstance(item, RowError)]
+    reasons = [item.reason for _, _, item, *_ in out[1:] if isinstance(item, RowError)]
     assert "id is null" in reasons[0]
     assert "payload is not JSON text" in reasons[1]
     assert reasons[2] == "run_at is null"

@@ -9,6 +9,7 @@ and ``commit`` runs on the driver with the commit messages alone."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 import uuid
@@ -123,6 +124,17 @@ class WriteReport(WriterCommitMessage):
     rejected: int
 
 
+def _settle_heap() -> None:
+    """Set aside what the Python worker holds before a task (PySpark, pyarrow,
+    its modules: objects that live as long as the process), so that the
+    collector stops walking them again and again while the task allocates a
+    few objects per row: 1,000,000 rows into Redis from local[2], ~95k -> ~110k
+    jobs/s here (bench/spark.py). What is garbage already is collected first;
+    a reused worker does so again at each task."""
+    gc.collect()
+    gc.freeze()
+
+
 def _task_name(write_id: str) -> str:
     context = TaskContext.get()
     if context is None:
@@ -173,6 +185,7 @@ class JobWriter(DataSourceArrowWriter):
         self.write_id = write_id
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        _settle_heap()
         counts = write_batches(iterator, self.options, self.columns, _task_name(self.write_id))
         return WriteReport(counts.created, counts.present, counts.rejected)
 
@@ -201,6 +214,7 @@ class JobStreamWriter(DataSourceStreamArrowWriter):
         self.write_id = write_id
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        _settle_heap()
         counts = write_batches(iterator, self.options, self.columns, _task_name(self.write_id))
         return WriteReport(counts.created, counts.present, counts.rejected)
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from itertools import repeat
 from typing import Any
 
 import pyarrow as pa
@@ -17,7 +18,7 @@ import pyarrow as pa
 from chronoq.errors import InvalidInput
 from chronoq.job import Job
 
-__all__ = ["JOB_COLUMNS", "Columns", "RowError", "plan_columns", "rows_to_jobs"]
+__all__ = ["JOB_COLUMNS", "Columns", "RowError", "Rows", "plan_columns", "rows_to_jobs"]
 
 _INTEGRAL = frozenset({"byte", "short", "integer", "long"})
 _NUMBER = _INTEGRAL | {"float", "double", "decimal"}
@@ -122,17 +123,6 @@ def _json_ready(value: Any) -> Any:
     return value
 
 
-def _payload(value: Any, kind: str | None) -> Any:
-    if value is None or kind == "binary":
-        return value
-    if kind == "string":
-        try:
-            return json.loads(value)
-        except ValueError as exc:
-            raise InvalidInput(f"payload is not JSON text ({exc}): {value[:80]!r}") from None
-    return _json_ready(value)
-
-
 def _moment(value: Any) -> datetime:
     """A timestamp (naive ones are UTC, as timestamp_ntz), a date, or ms since the epoch."""
     if isinstance(value, datetime):
@@ -142,59 +132,87 @@ def _moment(value: Any) -> datetime:
     return _EPOCH + timedelta(milliseconds=value)
 
 
-def _job(row: dict[str, Any], columns: Columns, generate_ids: bool) -> Job:
-    job_id = row.get("id")
-    if job_id is None:
-        if not generate_ids:
-            raise InvalidInput(
-                "id is null: every row needs an id (that makes the write idempotent), or "
-                "set option generate_ids=true"
-            )
-    elif not isinstance(job_id, str):
-        job_id = str(job_id)
-    when = row[columns.when]
-    if when is None:
-        raise InvalidInput(f"{columns.when} is null")
-    delay, run_at = (when, None) if columns.when == "delay" else (None, _moment(when))
-    if isinstance(delay, Decimal):
-        delay = float(delay)
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise InvalidInput(f"payload is not JSON text ({exc}): {text[:80]!r}") from None
 
-    def field(name: str) -> Any:
-        value = row.get(name)
-        return getattr(_DEFAULT, name) if value is None else value
 
-    unique_for = field("unique_for")
-    ttr = field("ttr")
-    return Job(
-        payload=_payload(row.get("payload"), columns.payload_type),
-        delay=delay,
-        run_at=run_at,
-        id=job_id,
-        priority=field("priority"),
-        ttr=float(ttr) if isinstance(ttr, Decimal) else ttr,
-        max_attempts=field("max_attempts"),
-        unique_for=float(unique_for) if isinstance(unique_for, Decimal) else unique_for,
-    )
+class Rows:
+    """A batch's columns as Python lists, read column by column (a row as a
+    dict only for a row that is refused)."""
+
+    def __init__(self, batch: pa.RecordBatch) -> None:
+        self.names = [name.lower() for name in batch.schema.names]
+        self.data: list[list[Any]] = [
+            (column.cast(pa.float64()) if pa.types.is_decimal(column.type) else column).to_pylist()
+            for column in batch.columns
+        ]
+        self.count = batch.num_rows
+
+    def column(self, name: str, default: Any) -> Iterable[Any]:
+        if name in self.names:
+            return self.data[self.names.index(name)]
+        return repeat(default, self.count)
+
+    def row(self, n: int) -> dict[str, Any]:
+        return {name: values[n] for name, values in zip(self.names, self.data, strict=True)}
 
 
 def rows_to_jobs(
     batch: pa.RecordBatch, columns: Columns, *, generate_ids: bool, first: int = 0
-) -> Iterator[tuple[str, int, Job | RowError, dict[str, Any]]]:
-    """``(topic, position, job or why not, the row)`` for each row of
-    ``batch``; the first row's position is ``first``."""
-    names = [name.lower() for name in batch.schema.names]
-    data = [column.to_pylist() for column in batch.columns]
-    topics = data[names.index("topic")] if "topic" in names else None
-    for n in range(batch.num_rows):
-        row = {name: values[n] for name, values in zip(names, data, strict=True)}
-        topic = columns.topic if topics is None else topics[n]
+) -> Iterator[tuple[str, int, Job | RowError, Rows, int]]:
+    """``(topic, position, job or why not, rows, n)`` for each row ``n`` of
+    ``batch``, whose first row is at ``first``. Fields left null take the
+    defaults of ``Job``, as the very objects ``prepare_job`` knows them by."""
+    rows = Rows(batch)
+    kind = columns.payload_type
+    by_delay = columns.when == "delay"
+    fields = zip(
+        rows.column("topic", columns.topic),
+        rows.column("id", None),
+        rows.column(columns.when, None),
+        rows.column("payload", None),
+        rows.column("priority", None),
+        rows.column("ttr", None),
+        rows.column("max_attempts", None),
+        rows.column("unique_for", None),
+        strict=True,
+    )
+    for n, (topic, job_id, when, raw, priority, ttr, attempts, unique_for) in enumerate(fields):
         try:
+            if job_id is None:
+                if not generate_ids:
+                    raise InvalidInput(
+                        "id is null: every row needs an id (that makes the write idempotent), "
+                        "or set option generate_ids=true"
+                    )
+            elif type(job_id) is not str:
+                job_id = str(job_id)
+            if when is None:
+                raise InvalidInput(f"{columns.when} is null")
             if topic is None:
                 raise InvalidInput("topic is null")
-            yield topic, first + n, _job(row, columns, generate_ids), row
+            if raw is None or kind == "binary":
+                payload = raw
+            else:
+                payload = _loads(raw) if kind == "string" else _json_ready(raw)
+            job = Job(
+                payload,
+                when if by_delay else None,
+                None if by_delay else _moment(when),
+                job_id,
+                _DEFAULT.priority if priority is None else priority,
+                _DEFAULT.ttr if ttr is None else ttr,
+                _DEFAULT.max_attempts if attempts is None else attempts,
+                _DEFAULT.unique_for if unique_for is None else unique_for,
+            )
         except (InvalidInput, OverflowError, ValueError, TypeError) as exc:
-            error = RowError(first + n, _text(row.get("id")), str(exc), row)
-            yield topic or "", first + n, error, row
+            error = RowError(first + n, _text(job_id), str(exc), rows.row(n))
+            yield topic or "", first + n, error, rows, n
+            continue
+        yield topic, first + n, job, rows, n
 
 
 def _text(value: Any) -> str | None:
