@@ -10,10 +10,13 @@
 3. analyze: ``chronoq analyze`` over 10,000,000 made-up events (a day of four
    topics: puts, reserves, acks, retries, dead letters) on ``local[2]``.
 
-    .venv/bin/python bench/spark.py [--quick] [--out FILE]
+    .venv/bin/python bench/spark.py [--quick] [--out FILE] [--pin split|same|none]
 
-It starts a private redis-server on a free loopback port (never 6379). Results
-go to stdout as a table and, with ``--out``, to a JSON file. See docs/benchmarks.md.
+It starts a private redis-server on a free loopback port (never 6379), by
+default on the other CPU than Spark (as on a cluster, where Redis runs on a
+machine of its own); analyze runs on every CPU. Each part runs in a process
+of its own (a JVM keeps the CPUs it started on). Results go to stdout as a
+table and, with ``--out``, to a JSON file. See docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import tempfile
 import time
 from typing import Any
@@ -41,7 +45,7 @@ import pyspark
 import redis
 from common import PAYLOAD, REPEATS, command, console, machine, render_header
 from rich.table import Table
-from servers import private_server
+from servers import placement, private_server
 
 import chronoq
 from chronoq.pipeline import register
@@ -174,15 +178,19 @@ def make_events(root: Path, total: int) -> None:
             pq.write_table(part, directory / f"part-{n:04d}.parquet", compression="zstd")
 
 
-def run(quick: bool) -> dict[str, Any]:
+def run_redis(quick: bool, pin: str) -> dict[str, Any]:
+    """Bulk scheduling and export, Spark and this process on one side of the
+    ``--pin`` placement, redis-server on the other."""
     rows = 100_000 if quick else 1_000_000
-    events = 1_000_000 if quick else 10_000_000
-    spark = session()
     spark_s, plain_s, export_s = [], [], []
+    server_cpu, my_cpu, pinned = placement(pin)
+    if my_cpu is not None:
+        os.sched_setaffinity(0, {my_cpu})  # before Spark starts: its JVM inherits it
+    spark = session()
     with tempfile.TemporaryDirectory(prefix="chronoq-bench-") as tmp:
         work = Path(tmp)
         make_rows(spark, rows, work / "rows")
-        with private_server(work, None) as base:
+        with private_server(work, server_cpu) as base:
             url = f"{base}?shards={SHARDS}&events_max={2 * rows}"
             client = redis.Redis.from_url(base)
             cold_s = bench_spark_write(spark, url, work / "rows")
@@ -199,21 +207,40 @@ def run(quick: bool) -> dict[str, Any]:
                     exported = Exporter(q, work / f"export-{n}").run()
                     export_s.append(time.perf_counter() - start)
             client.close()
-        make_events(work / "events", events)
-        start = time.perf_counter()
-        found = analyze(spark, str(work / "events"), str(work / "analysis"), bucket="1h")
-        analyze_s = time.perf_counter() - start
     spark.stop()
     return {
+        "placement": pinned,
         "rows": rows,
         "cold_spark_write_jobs_per_s": rows / cold_s,
         "spark_write_jobs_per_s": [rows / s for s in spark_s],
         "put_many_jobs_per_s": [rows / s for s in plain_s],
         "exported_events": exported.events,
         "export_events_per_s": [exported.events / s for s in export_s],
-        "analyze_seconds": analyze_s,
-        "analyze_events": found.events,
     }
+
+
+def run_analyze(quick: bool) -> dict[str, Any]:
+    """``chronoq analyze`` over made-up events, Spark on every CPU."""
+    events = 1_000_000 if quick else 10_000_000
+    spark = session()
+    with tempfile.TemporaryDirectory(prefix="chronoq-bench-") as tmp:
+        work = Path(tmp)
+        make_events(work / "events", events)
+        start = time.perf_counter()
+        found = analyze(spark, str(work / "events"), str(work / "analysis"), bucket="1h")
+        analyze_s = time.perf_counter() - start
+    spark.stop()
+    return {"analyze_seconds": analyze_s, "analyze_events": found.events}
+
+
+def in_child(part: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One part in a process of its own: each gets a JVM of its own, pinned
+    or not (a JVM keeps the CPUs it started on)."""
+    command = [sys.executable, __file__, "--part", part, "--pin", args.pin]
+    done = subprocess.run(
+        command + (["--quick"] if args.quick else []), stdout=subprocess.PIPE, check=True
+    )
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
 def table(f: dict[str, Any]) -> Table:
@@ -269,13 +296,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes")
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
+    parser.add_argument(
+        "--pin",
+        choices=("split", "same", "none"),
+        default="split",
+        help="bulk scheduling and export: redis-server on another CPU than Spark and this "
+        "process (the default), on the same one, or not pinned",
+    )
+    parser.add_argument("--part", choices=("redis", "analyze"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.part is not None:  # a child of the run below: its figures on stdout
+        part = run_redis(args.quick, args.pin) if args.part == "redis" else run_analyze(args.quick)
+        print(json.dumps(part))
+        return
     started = time.monotonic()
     report: dict[str, Any] = {"command": command()}
-    report["figures"] = run(args.quick)
     report["machine"] = machine(pyspark=pyspark.__version__, redis_py=redis.__version__)
+    report["figures"] = in_child("redis", args) | in_child("analyze", args)
     report["machine"]["loadavg_end"] = list(os.getloadavg())
-    report["store"] = f"private redis-server, {SHARDS} shards; Spark local[2]"
+    report["store"] = (
+        f"private redis-server, {SHARDS} shards, Spark local[2]: "
+        f"{report['figures']['placement']}; analyze not pinned"
+    )
     report["seconds"] = time.monotonic() - started
     out = console()
     render_header(out, report, f"PySpark {pyspark.__version__}, redis-py {redis.__version__}")

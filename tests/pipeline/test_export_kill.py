@@ -1,12 +1,17 @@
-"""``chronoq export`` killed with SIGKILL at random moments, then run again:
-every event of the store's log is in the files exactly once."""
+"""``chronoq export`` as a process: killed with SIGKILL at random moments,
+then run again, every event of the store's log is in the files exactly once;
+``--follow`` until SIGTERM; the progress bar on a terminal."""
 
 from __future__ import annotations
 
+import os
+import pty
 import random
+import signal
 import subprocess
 import sys
 import time
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -71,3 +76,55 @@ def test_kill_9_at_random_moments_loses_and_repeats_nothing(
     assert set(keys) == set(logged), f"seed {seed}: events missing or unexpected"
     assert len(keys) == 6 * 4000 * 3
     assert not list(out.rglob(".part-*")), "temporary files are left"
+
+
+@pytest.mark.timeout(60)
+def test_follow_keeps_up_and_stops_on_sigterm_after_committing_what_it_read(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    q = chronoq.connect(sqlite_url)
+    follow = _export(sqlite_url, out, "--follow", "--flush-interval", "0.2")
+    try:
+        for n in range(10):
+            make_events(q, "t", 20, start=n * 20)
+            time.sleep(0.1)
+        deadline = time.monotonic() + 20
+        while len(exported(out)) < 600:  # flushed while it runs, not only at the end
+            assert time.monotonic() < deadline, (tmp_path / "export.stderr").read_text()
+            time.sleep(0.05)
+        make_events(q, "t", 5, start=1000)
+        follow.send_signal(signal.SIGTERM)
+        assert follow.wait(20) == 0, (tmp_path / "export.stderr").read_text()
+    finally:
+        if follow.poll() is None:
+            follow.kill()
+            follow.wait()
+    # what came after its last read is exported by the next run, once
+    assert _export(sqlite_url, out).wait(30) == 0
+    assert sorted(row["seq"] for row in exported(out)) == list(range(1, 616))
+    q.close()
+
+
+def test_a_terminal_gets_a_progress_bar(sqlite_url: str, tmp_path: Path) -> None:
+    with chronoq.connect(sqlite_url) as q:
+        make_events(q, "t", 300)
+    leader, follower = pty.openpty()
+    command = [sys.executable, "-m", "chronoq.cli.main", "export", "--store", sqlite_url]
+    proc = subprocess.Popen(
+        [*command, "--to", str(tmp_path / "out"), "--flush-events", "100"],
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        env={**os.environ, "COLUMNS": "100"},
+    )
+    os.close(follower)
+    shown = b""
+    with suppress(OSError):  # the pty ends with EIO once the process is gone
+        while chunk := os.read(leader, 4096):
+            shown += chunk
+    os.close(leader)
+    stdout, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, shown
+    assert b"exporting" in shown and b"900/900" in shown
+    assert b"Traceback" not in shown
+    assert b"exported 900 event(s)" in stdout
