@@ -80,6 +80,7 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
 @click.option(
     "--to",
     "directory",
+    metavar="DIR",
     required=True,
     type=click.Path(file_okay=False, path_type=Path),
     help="Directory of the export (created if missing; runs resume where the last ended).",

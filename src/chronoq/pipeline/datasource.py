@@ -176,8 +176,8 @@ def _driver_log() -> logging.Logger:
     return log
 
 
-class JobWriter(DataSourceArrowWriter):
-    """``df.write.format("chronoq")``: each task puts its rows in batches."""
+class _TaskWrites:
+    """What a batch and a streaming write share: a task puts its rows."""
 
     def __init__(self, options: WriteOptions, columns: Columns, write_id: str) -> None:
         self.options = options
@@ -188,6 +188,10 @@ class JobWriter(DataSourceArrowWriter):
         _settle_heap()
         counts = write_batches(iterator, self.options, self.columns, _task_name(self.write_id))
         return WriteReport(counts.created, counts.present, counts.rejected)
+
+
+class JobWriter(_TaskWrites, DataSourceArrowWriter):
+    """``df.write.format("chronoq")``: each task puts its rows in batches."""
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         totals, _ = _totals(messages)
@@ -204,19 +208,9 @@ class JobWriter(DataSourceArrowWriter):
         )
 
 
-class JobStreamWriter(DataSourceStreamArrowWriter):
+class JobStreamWriter(_TaskWrites, DataSourceStreamArrowWriter):
     """``df.writeStream.format("chronoq")``: the batch writer's rules per
     micro-batch; a replayed micro-batch puts nothing twice (ids)."""
-
-    def __init__(self, options: WriteOptions, columns: Columns, write_id: str) -> None:
-        self.options = options
-        self.columns = columns
-        self.write_id = write_id
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        _settle_heap()
-        counts = write_batches(iterator, self.options, self.columns, _task_name(self.write_id))
-        return WriteReport(counts.created, counts.present, counts.rejected)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         totals, _ = _totals(messages)
