@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 import pytest
 
 import chronoq
@@ -115,3 +118,19 @@ def test_bad_arguments_are_refused(queue: chronoq.Queue, topic: str) -> None:
         queue.jobs(topic, shard=queue.shards)
     with pytest.raises(InvalidInput, match="topic"):
         queue.log_shards("bad topic")
+
+
+def test_a_read_ends_at_a_hole_and_the_next_reports_it(sqlite_url: str, tmp_path: Path) -> None:
+    with chronoq.connect(sqlite_url) as q:
+        make_events(q, "t", 10)  # seqs 1..30
+    with sqlite3.connect(tmp_path / "chronoq.db") as db:
+        db.execute("DELETE FROM events WHERE seq BETWEEN 11 AND 15")
+    with chronoq.connect(sqlite_url) as q:
+        [shard] = q.log_shards()
+        first = q.log_read(shard, 0)
+        assert [e.seq for e in first.events] == list(range(1, 11)) and first.upto == 10
+        second = q.log_read(shard, first.upto)
+        assert second.lost == 5 and second.events[0].seq == 16 and second.upto == 30
+        # filtered by topic, a read that finds every event asked for is complete to the head
+        only = q.log_read(LogShard(shard.name, "nope", 0), 0)
+        assert (only.events, only.upto, only.head) == ([], 30, 30)

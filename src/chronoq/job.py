@@ -202,15 +202,19 @@ class LogShard:
 
 @dataclass(frozen=True, slots=True)
 class LogRead:
-    """Events of one log shard after a seq, oldest first. ``lost``: how many
-    events after that seq the store had trimmed before they could be read;
-    ``head``: the seq of the shard's newest event when it was read (0 for an
-    empty log; below the seq asked for when the store lost or replaced its
-    log)."""
+    """Events of one log shard after a seq, oldest first, up to the first
+    hole in the numbering. ``lost``: how many events after that seq and before
+    ``events[0]`` (or ``upto``) the store had trimmed before they could be
+    read. ``upto``: the seq this read is complete up to (the last event's, or
+    further when the rest of the log holds none of the events asked for):
+    the ``after`` of the next read. ``head``: the seq of the shard's newest
+    event (0 for an empty log; below ``after`` when the store lost or replaced
+    its log, and then the read is empty)."""
 
     events: list[Event]
     lost: int
     head: int
+    upto: int
 
 
 def validate_topic(topic: object) -> str:

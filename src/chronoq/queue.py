@@ -318,8 +318,8 @@ class Queue:
     def log_read(self, shard: LogShard, after: int = 0, *, limit: int = 10_000) -> LogRead:
         """About ``limit`` events of a log shard with a seq above ``after``,
         oldest first, and how many the store trimmed before they could be
-        read (``lost``): readers that must see every event, such as ``chronoq
-        export``, resume from the seq of the last event they kept."""
+        read (``lost``). Readers that must see every event, such as ``chronoq
+        export``, pass ``page.upto`` as the next ``after``."""
         check_limit(limit)
         return self.backend.log_read(_log_shard(shard), _seq(after), limit)
 

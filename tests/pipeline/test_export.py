@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -227,3 +228,50 @@ def test_a_crash_before_the_commit_reads_the_events_again(
         assert Exporter(q, out).run().events == 90
         assert not list(out.rglob(".part-*"))
         assert sorted(r["seq"] for r in exported(out)) == list(range(1, 91))
+
+
+def test_trim_never_touches_a_log_the_store_replaced(tmp_path: Path) -> None:
+    url, out = f"sqlite:///{tmp_path / 'a.db'}", tmp_path / "out"
+    with chronoq.connect(url) as q:
+        make_events(q, "t", 40)
+        Exporter(q, out, trim=True).run()
+    (tmp_path / "a.db").unlink()
+    with chronoq.connect(url) as q:
+        make_events(q, "t", 10)  # 30 new events, numbered from 1 again
+        with pytest.raises(ExportGap, match="lost or replaced its log"):
+            Exporter(q, out, trim=True).run()
+        assert len(log_events(q)) == 30  # not one trimmed
+        assert Exporter(q, out, trim=True, allow_gaps=True).run().events == 30
+
+
+def test_a_topic_export_that_keeps_up_is_not_stopped_by_other_topics(tmp_path: Path) -> None:
+    # SQLite keeps one log for every topic: a quiet topic's offset moves with
+    # the log, not with its own last event, or trimming the busy topic's
+    # events would look like a gap in the quiet one
+    url, out = log_cap(f"sqlite:///{tmp_path / 'a.db'}", 6000), tmp_path / "out"
+    with chronoq.connect(url) as q:
+        make_events(q, "quiet", 1)
+        for n in range(6):
+            Exporter(q, out, topic="quiet").run()
+            make_events(q, "busy", 1000, start=1000 * n)  # trimmed after 10,000 writes
+        make_events(q, "quiet", 1, start=1)
+        summary = Exporter(q, out, topic="quiet").run()
+        assert q.log_read(q.log_shards()[0], 0, limit=1).lost > 0  # the store did trim
+    assert (summary.events, summary.lost) == (3, 0)
+    assert len(exported(out)) == 6
+
+
+def test_a_hole_in_the_log_is_reported_after_what_came_before_it(tmp_path: Path) -> None:
+    url, out = f"sqlite:///{tmp_path / 'a.db'}", tmp_path / "out"
+    with chronoq.connect(url) as q:
+        make_events(q, "t", 10)  # seqs 1..30
+    with sqlite3.connect(tmp_path / "a.db") as db:
+        db.execute("DELETE FROM events WHERE seq BETWEEN 11 AND 15")  # by hand
+    with chronoq.connect(url) as q:
+        with pytest.raises(ExportGap) as gap:
+            Exporter(q, out, read_events=4).run()
+        assert gap.value.gaps[0]["after"] == 10 and gap.value.gaps[0]["lost"] == 5
+        assert sorted(row["seq"] for row in exported(out)) == list(range(1, 11))
+        summary = Exporter(q, out, read_events=4, allow_gaps=True).run()
+    assert (summary.events, summary.lost) == (15, 5)
+    assert sorted(row["seq"] for row in exported(out)) == [*range(1, 11), *range(16, 31)]

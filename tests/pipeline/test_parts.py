@@ -136,3 +136,41 @@ def test_the_stream_reader_offsets_without_spark(store_url: str, topic: str) -> 
             for batch in limited.read(part)
         )
         assert rows == 7
+
+
+def test_a_small_limit_turns_among_the_shards() -> None:
+    start, end = {"a": 0, "b": 0, "c": 0}, {"a": 100, "b": 100, "c": 100}
+    served = set()
+    for _ in range(3):
+        got = capped(start, end, 2)
+        assert sum(got[k] - start[k] for k in got) == 2
+        served |= {k for k in got if got[k] > start[k]}
+        start = got
+    assert served == {"a", "b", "c"}
+
+
+def test_payloads_follow_their_arrow_types(sqlite_url: str, tmp_path: Path) -> None:
+    at = datetime(2030, 1, 1, tzinfo=UTC)
+    kind = pa.struct(
+        [("at", pa.timestamp("us", "UTC")), ("tags", pa.map_(pa.string(), pa.int64()))]
+    )
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "id": ["a", "b"],
+            "payload": pa.array([{"at": at, "tags": []}, {"at": at, "tags": [("x", 1)]}], kind),
+            "delay": pa.array([1.0, None]),
+        }
+    )
+    columns = plan_columns([("id", "string"), ("payload", "struct"), ("delay", "double")], "t")
+    out = list(rows_to_jobs(batch, columns, generate_ids=False))
+    job = out[0][2]
+    assert not isinstance(job, RowError)
+    assert job.payload == {"at": "2030-01-01T00:00:00+00:00", "tags": {}}  # an empty map
+    # a refused row's values are written out as text where JSON has no type for them
+    options = write_options(
+        {"store": sqlite_url, "topic": "t", "on_error": "skip", "errors_path": str(tmp_path)}
+    )
+    counts = write_batches([batch], options, columns, "task")
+    assert (counts.created, counts.rejected) == (1, 1)
+    [line] = (tmp_path / "task.jsonl").read_text().splitlines()
+    assert "2030-01-01T00:00:00+00:00" in line and "delay is null" in line

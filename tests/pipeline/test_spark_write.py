@@ -201,12 +201,14 @@ def test_a_stream_of_files_becomes_jobs_and_a_replayed_batch_puts_nothing_twice(
     spark: Any, store_url: str, topic: str, tmp_path: Path, spark_log: SparkLog
 ) -> None:
     incoming, checkpoint = tmp_path / "in", tmp_path / "checkpoint"
+    errors = tmp_path / "errors"
     incoming.mkdir()
 
     def drop(name: str, ids: range) -> None:
         lines = [
             json.dumps({"id": f"o{n}", "payload": json.dumps({"n": n}), "delay": 30.0}) for n in ids
         ]
+        lines.append(json.dumps({"id": f"bad-{name}", "payload": "{}", "delay": -1.0}))
         (incoming / name).write_text("\n".join(lines))
 
     def run() -> None:
@@ -218,6 +220,8 @@ def test_a_stream_of_files_becomes_jobs_and_a_replayed_batch_puts_nothing_twice(
             .option("store", store_url)
             .option("topic", topic)
             .option("checkpointLocation", str(checkpoint))
+            .option("on_error", "skip")
+            .option("errors_path", str(errors))
             .trigger(availableNow=True)
             .start()
         )
@@ -236,4 +240,7 @@ def test_a_stream_of_files_becomes_jobs_and_a_replayed_batch_puts_nothing_twice(
     with chronoq.connect(store_url) as q:
         assert q.stats(topic)["delayed"] == 150
         assert len(_puts(q, topic)) == 150
-    assert "0 job(s) created, 50 already present" in spark_log.new()
+    assert "0 job(s) created, 50 already present, 1 row(s) rejected" in spark_log.new()
+    # the replayed micro-batch wrote its refused row under the same name: one copy
+    rows = [json.loads(line) for f in errors.glob("*.jsonl") for line in f.read_text().splitlines()]
+    assert sorted(row["id"] for row in rows) == ["bad-a.json", "bad-b.json"]

@@ -1,10 +1,10 @@
 """``chronoq export --to DIR``: the event log into Parquet (chronoq.pipeline.export),
 with a progress bar on a terminal and one JSON summary line under --json.
 
-Exit codes: 0 done; 2 bad input (options, a directory of another store, no
-pyarrow); 3 store unavailable; 4 events were trimmed from the store before
-they were exported (everything read before them is exported and committed;
---allow-gaps records the loss and goes on)."""
+Exit codes: 0 done; 2 bad input (options, a directory of another store or
+one that cannot be written, no pyarrow); 3 store unavailable; 4 events were
+trimmed from the store before they were exported (everything read before
+them is exported and committed; --allow-gaps records the loss and goes on)."""
 
 from __future__ import annotations
 
@@ -149,6 +149,8 @@ def export(
                 summary = exporter.run(follow=follow, flush_interval=flush_interval, stop=stop)
             except pipeline_export.ExportGap as lost:
                 _gap_exit(app, lost, directory)
+            except OSError as exc:  # the directory: permissions, a full disk
+                raise InvalidInput(f"cannot write the export in {directory}: {exc}") from None
     for gap in summary.gaps:
         app.out.error(f"Warning: {pipeline_export.describe_gap(gap)} (allowed by --allow-gaps)")
     _report(app, summary, directory)

@@ -136,9 +136,16 @@ def _settle_heap() -> None:
 
 
 def _task_name(write_id: str) -> str:
+    """Names the file of a task's rows left out: the same for every attempt
+    of a task, and, in a stream, for a micro-batch replayed after a restart
+    (its query id and batch id are Spark's, kept in the checkpoint)."""
     context = TaskContext.get()
     if context is None:
         return f"{write_id}-local"
+    query = context.getLocalProperty("sql.streaming.queryId")
+    batch = context.getLocalProperty("streaming.sql.batchId")
+    if query is not None and batch is not None:
+        return f"{query}-{batch}-{context.partitionId()}"
     return f"{write_id}-{context.stageId()}-{context.partitionId()}"
 
 

@@ -49,10 +49,10 @@ def describe_gap(gap: dict[str, Any]) -> str:
             f"the event log of {gap['shard']} ends at seq {gap['head']}, before the "
             f"{gap['after']} already exported: the store lost or replaced its log"
         )
-    return (
-        f"{gap['lost']} event(s) of {gap['shard']} after seq {gap['after']} were trimmed "
-        "from the store before they were exported"
-    )
+    what = f"{gap['lost']} event(s) of {gap['shard']}"
+    if gap.get("topic"):  # a SQLite log is shared by every topic
+        what += f" (of every topic: {gap['topic']}'s may be among them)"
+    return f"{what} after seq {gap['after']} were trimmed from the store before they were exported"
 
 
 @dataclass
@@ -98,6 +98,11 @@ class _Buffer:
         self.parts: dict[tuple[str, int], tuple[list[Event], list[int]]] = {}
         self.size = 0
         self.gaps: list[dict[str, Any]] = []
+        self.moved = False  # an offset moved: past events, or past a stretch of none
+
+    def __bool__(self) -> bool:
+        """Whether there is anything to commit."""
+        return bool(self.size or self.gaps or self.moved)
 
     def add(self, events: list[Event], shard: int) -> None:
         parts = self.parts
@@ -188,19 +193,30 @@ class Exporter:
         summary = ExportSummary()
         started = time.monotonic()
         with self._locked() as state:
+            self._check_shards(state)
             if self.trim:
-                self._trim(state)
+                self._trim(state)  # what an earlier run committed and did not trim
             buffer = _Buffer()
             targets = None if follow else self._targets(state, buffer)
             try:
                 self._loop(state, buffer, summary, targets, flush_interval, poll, stop)
             finally:
                 # what was read is committed when a gap, an error or a stop ends the run
-                if buffer.size or buffer.gaps:
+                if buffer:
                     self._flush(state, buffer, summary)
                 summary.seconds = time.monotonic() - started
                 summary.offsets = dict(state.offsets)
         return summary
+
+    def _check_shards(self, state: ExportState) -> None:
+        """Every log shard exported before must still be read: fewer Redis
+        shards in the store URL would leave the others' events behind."""
+        missing = sorted(set(state.offsets) - {s.name for s in self.queue.log_shards(self.topic)})
+        if missing:
+            raise InvalidInput(
+                f"{self.root} has exported the event log(s) {', '.join(missing)}, which this "
+                "store URL does not read: give the shards (and prefix) the producers use"
+            )
 
     def _targets(self, state: ExportState, buffer: _Buffer) -> dict[str, int]:
         """Each shard's newest event now, where a run without --follow stops; a
@@ -231,7 +247,7 @@ class Exporter:
                 read += self._drain(state, shard, buffer, target, stop)
                 full = buffer.size >= self.flush_events
                 due = targets is None and time.monotonic() - last_flush >= flush_interval
-                if full or (due and (buffer.size or buffer.gaps)):
+                if full or (due and buffer):
                     self._flush(state, buffer, summary)
                     last_flush = time.monotonic()
             if read == 0:
@@ -254,13 +270,16 @@ class Exporter:
             if target is not None and after >= target:
                 break
             page = self.queue.log_read(shard, after, limit=self.read_events)
-            if page.head < after or page.lost:
-                self._gap(state, buffer, shard, after, page.lost, page.head)
+            if page.head < after:
+                self._gap(state, buffer, shard, after, 0, page.head)
                 continue
-            if not page.events:
+            if page.lost:  # raised unless allowed: what was read before it is committed
+                self._gap(state, buffer, shard, after, page.lost, page.head)
+            if page.upto <= after:
                 break
             buffer.add(page.events, shard.shard)
-            state.offsets[shard.name] = page.events[-1].seq
+            buffer.moved = True
+            state.offsets[shard.name] = page.upto
             read += len(page.events)
             self.on_events(len(page.events))
         return read
@@ -271,13 +290,15 @@ class Exporter:
         gap: dict[str, Any] = {"shard": shard.name, "after": after, "lost": lost, "head": head}
         if head < after:
             gap["reset"] = True
+        if shard.topic is not None and shard.shard == 0 and shard.name == "events":
+            gap["topic"] = shard.topic
         if not self.allow_gaps:
             raise ExportGap([gap])
         gap["at"] = datetime.now(UTC).isoformat(timespec="seconds")
         log.warning("export: %s (allowed: --allow-gaps)", describe_gap(gap))
         buffer.gaps.append(gap)
-        # past the hole; after a reset, the log numbers from 1 again
-        state.offsets[shard.name] = 0 if head < after else after + lost
+        if head < after:  # the log numbers from 1 again
+            state.offsets[shard.name] = 0
 
     # -- a flush ------------------------------------------------------------------------
 
@@ -292,15 +313,16 @@ class Exporter:
             state.events += buffer.size
             state.files += len(renames)
             state.save()  # the commit
-            state.recover()  # the renames, then the state without them
+            state.finish()  # the renames, then the state without them
             summary.events += buffer.size
             summary.files += len(renames)
             summary.flushes += 1
             summary.gaps += buffer.gaps
             summary.lost += sum(gap["lost"] for gap in buffer.gaps)
-            log.info("export: %d event(s) in %d file(s)", buffer.size, len(renames))
+            if renames:
+                log.info("export: %d event(s) in %d file(s)", buffer.size, len(renames))
         finally:
-            buffer.parts, buffer.size, buffer.gaps = {}, 0, []
+            buffer.parts, buffer.size, buffer.gaps, buffer.moved = {}, 0, [], False
         if self.trim:
             self._trim(state)
 
@@ -308,9 +330,12 @@ class Exporter:
         """A hidden file per partition, on disk: (temporary, final) names."""
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
         renames: list[tuple[str, str]] = []
+        made: set[Path] = set()
         for n, ((topic, day), (events, shards)) in enumerate(sorted(buffer.parts.items())):
             directory = self.root / partition_path(topic, day)
-            directory.mkdir(parents=True, exist_ok=True)
+            if not directory.is_dir():
+                directory.mkdir(parents=True, exist_ok=True)
+                made |= {directory.parent, self.root}  # the new names, on disk too
             name = f"{stamp}-{n:04d}.parquet"
             temp = directory / f"{TEMP_PREFIX}{name}{TEMP_SUFFIX}"
             table = pa.Table.from_batches([events_batch(events, shards, topic=False)])
@@ -318,14 +343,18 @@ class Exporter:
             fsync_file(temp)
             final = directory / f"part-{name}"
             renames.append((str(temp.relative_to(self.root)), str(final.relative_to(self.root))))
-        for directory in {(self.root / temp).parent for temp, _ in renames}:
+        for directory in {(self.root / temp).parent for temp, _ in renames} | made:
             fsync_dir(directory)
         return renames
 
     def _trim(self, state: ExportState) -> None:
-        """Trim each shard up to its committed offset (once per offset)."""
+        """Trim each shard up to its committed offset (once per offset), unless
+        its log now ends below that offset: a log the store replaced holds
+        events nobody exported."""
         for shard in self.queue.log_shards(self.topic):
             upto = state.offsets.get(shard.name, 0)
             if upto > self._trimmed.get(shard.name, 0):
+                if self.queue.log_read(shard, upto, limit=1).head < upto:
+                    continue
                 self.queue.log_trim(shard, upto)
                 self._trimmed[shard.name] = upto

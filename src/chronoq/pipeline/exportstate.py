@@ -118,22 +118,28 @@ class ExportState:
         write_durably(self.path, json.dumps(doc, indent=1).encode())
 
     def recover(self) -> None:
-        """Finish the renames of a committed flush; delete temporary files of
-        one that did not commit (its events are read again)."""
-        if self.pending:
-            todo = []
-            for temp, final in self.pending:
-                if (self.root / temp).exists():
-                    todo.append((self.root / temp, self.root / final))
-                elif not (self.root / final).exists():
-                    raise InvalidInput(
-                        f"{self.root / final} was exported and is gone (its temporary file "
-                        f"too): the export in {self.root} is incomplete; start a new one"
-                    )
-            rename_durably(todo)
-            self.pending = []
-            self.save()
+        """After a crash: finish the renames of a committed flush, and delete
+        the temporary files of one that did not commit (its events are read
+        again)."""
+        self.finish()
         for directory, _, names in os.walk(self.root):
             for name in names:
                 if name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX):
                     os.unlink(os.path.join(directory, name))
+
+    def finish(self) -> None:
+        """Do the renames of the committed flush, then save the state without them."""
+        if not self.pending:
+            return
+        todo = []
+        for temp, final in self.pending:
+            if (self.root / temp).exists():
+                todo.append((self.root / temp, self.root / final))
+            elif not (self.root / final).exists():
+                raise InvalidInput(
+                    f"{self.root / final} was exported and is gone (its temporary file "
+                    f"too): the export in {self.root} is incomplete; start a new one"
+                )
+        rename_durably(todo)
+        self.pending = []
+        self.save()

@@ -99,20 +99,25 @@ def starts(queue: Queue, topic: str | None, where: str) -> dict[str, int]:
 
 def capped(start: dict[str, int], end: dict[str, int], limit: int | None) -> dict[str, int]:
     """``end`` moved back so that at most ``limit`` events lie past ``start``
-    in all, shared evenly: a shard with a backlog does not starve the others."""
+    in all, shared evenly among the shards with events to read. When the
+    limit is smaller than their number, which ones get an event turns with
+    ``start``, so that none starves."""
     backlog = {name: max(end[name] - start.get(name, 0), 0) for name in end}
     if limit is None or sum(backlog.values()) <= limit:
         return dict(end)
     share = dict.fromkeys(backlog, 0)
-    left, open_ = limit, sorted(name for name, n in backlog.items() if n)
-    while left and open_:
-        each = max(left // len(open_), 1)
-        for name in list(open_):
+    waiting = sorted(name for name, n in backlog.items() if n)
+    turn = sum(start.values()) % len(waiting)
+    waiting = waiting[turn:] + waiting[:turn]
+    left = limit
+    while left and waiting:
+        each = max(left // len(waiting), 1)
+        for name in list(waiting):
             take = min(each, backlog[name] - share[name], left)
             share[name] += take
             left -= take
             if share[name] == backlog[name]:
-                open_.remove(name)
+                waiting.remove(name)
             if not left:
                 break
     return {name: start.get(name, 0) + share[name] for name in end}
@@ -137,16 +142,23 @@ def range_batches(queue: Queue, part: LogRange, allow_gaps: bool) -> Iterator[pa
     after = part.after
     while after < part.upto:
         page = queue.log_read(part.shard, after, limit=PAGE)
+        if page.head < after:
+            raise EventsLost(
+                f"the event log {part.shard.name} ends at seq {page.head}, before the {after} "
+                "this read resumes from: the store lost or replaced its log; read it again "
+                "from the start (a new checkpoint)"
+            )
         if page.lost and not allow_gaps:
             raise EventsLost(
                 f"{page.lost} event(s) of {part.shard.name} after seq {after} were trimmed from "
                 f"the store before Spark read them: {GAP_HINT}"
             )
         events = [event for event in page.events if event.seq <= part.upto]
-        if not events:
+        if events:
+            yield events_batch(events, [part.shard.shard] * len(events))
+        if page.upto <= after:
             return
-        yield events_batch(events, [part.shard.shard] * len(events))
-        after = events[-1].seq
+        after = page.upto
 
 
 def _payload_columns(info: JobInfo) -> tuple[str | None, bytes | None]:

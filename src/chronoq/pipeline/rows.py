@@ -105,15 +105,20 @@ def plan_columns(
     return Columns(tuple(names), when[0], topic, payload_type)
 
 
-def _json_ready(value: Any) -> Any:
-    """A struct, map or array value as JSON: Spark's types JSON lacks become text."""
-    if isinstance(value, dict):
-        return {str(k): _json_ready(v) for k, v in value.items()}
-    if isinstance(value, list):
-        # a map arrives from Arrow as a list of (key, value) pairs
-        if value and all(isinstance(v, tuple) and len(v) == 2 for v in value):
-            return {str(k): _json_ready(v) for k, v in value}
-        return [_json_ready(v) for v in value]
+def _json_ready(value: Any, kind: pa.DataType) -> Any:
+    """A struct, map or array value as JSON, led by its Arrow type (a map
+    arrives as (key, value) pairs, an empty one as an empty list); the types
+    JSON lacks become text: timestamps and dates ISO 8601, decimals as written,
+    binary base64."""
+    if value is None:
+        return None
+    if pa.types.is_struct(kind):
+        types = {kind.field(i).name: kind.field(i).type for i in range(kind.num_fields)}
+        return {str(k): _json_ready(v, types[k]) for k, v in value.items()}
+    if pa.types.is_map(kind):
+        return {str(k): _json_ready(v, kind.item_type) for k, v in value}
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return [_json_ready(v, kind.value_type) for v in value]
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, Decimal):
@@ -150,6 +155,7 @@ class Rows:
             for column in batch.columns
         ]
         self.count = batch.num_rows
+        self.types = dict(zip(self.names, batch.schema.types, strict=True))
 
     def column(self, name: str, default: Any) -> Iterable[Any]:
         if name in self.names:
@@ -197,7 +203,9 @@ def rows_to_jobs(
             if raw is None or kind == "binary":
                 payload = raw
             else:
-                payload = _loads(raw) if kind == "string" else _json_ready(raw)
+                payload = (
+                    _loads(raw) if kind == "string" else _json_ready(raw, rows.types["payload"])
+                )
             job = Job(
                 payload,
                 when if by_delay else None,

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
+from datetime import date, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -47,8 +48,9 @@ class WriteCounts:
 
 class _Rejects:
     """Rows left out under on_error=skip, as JSON lines in one file per task,
-    written under a hidden name and renamed when the task ends (a task that
-    fails or runs again leaves no half file and no second copy)."""
+    written under a hidden name of this process's and renamed when the task
+    ends (a task that fails or runs again leaves no half file and no second
+    copy, even when two attempts of it run at once)."""
 
     def __init__(self, directory: str | None, name: str) -> None:
         self.directory = directory
@@ -61,22 +63,26 @@ class _Rejects:
         if self._out is None:
             Path(self.directory).mkdir(parents=True, exist_ok=True)
             self._out = open(  # noqa: SIM115 - kept open for the task, closed in close()
-                os.path.join(self.directory, f".{self.name}.tmp"), "w"
+                self._temp(), "w"
             )
         doc = {
             "row": error.position,
             "id": error.id,
             "topic": topic,
             "error": error.reason,
-            "data": {key: _plain(value) for key, value in error.row.items()},
+            "data": error.row,
         }
-        self._out.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        self._out.write(json.dumps(doc, ensure_ascii=False, default=_plain) + "\n")
+
+    def _temp(self) -> str:
+        assert self.directory is not None
+        return os.path.join(self.directory, f".{self.name}.{os.getpid()}.tmp")
 
     def close(self, keep: bool) -> None:
         if self._out is None or self.directory is None:
             return
         self._out.close()
-        temp = os.path.join(self.directory, f".{self.name}.tmp")
+        temp = self._temp()
         if keep:
             os.replace(temp, os.path.join(self.directory, self.name))
         else:
@@ -84,10 +90,12 @@ class _Rejects:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, bytes):
+    """A value of a row that JSON has no type for (a timestamp, bytes, a
+    decimal, at any depth), as text."""
+    if isinstance(value, bytes | bytearray):
         return value.hex()
-    if isinstance(value, list | dict | str | int | float | bool) or value is None:
-        return value
+    if isinstance(value, datetime | date):
+        return value.isoformat()
     return str(value)
 
 

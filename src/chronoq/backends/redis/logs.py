@@ -78,11 +78,14 @@ def log_read(core: RedisCore, shard: LogShard, after: int, limit: int) -> Steps[
         )
         if event.seq > after
     ]
+    if events:
+        # entries are trimmed whole and from the oldest: a hole is only ever
+        # at the start. The head read first may be older than the range.
+        last = events[-1].seq
+        return LogRead(events, events[0].seq - after - 1, max(head, last), last)
     if head <= after:
-        return LogRead(events, 0, head)
-    # entries are trimmed whole and from the oldest: a hole can only be at the start
-    lost = (events[0].seq if events else head + 1) - after - 1
-    return LogRead(events, lost, head)
+        return LogRead([], 0, head, after)
+    return LogRead([], head - after, head, head)  # every event after ``after`` is gone
 
 
 def log_trim(core: RedisCore, shard: LogShard, upto: int) -> Steps[None]:

@@ -44,9 +44,11 @@ class SQLiteBulkReads:
 
     def log_read(self, shard: LogShard, after: int, limit: int) -> LogRead:
         """Events after ``after`` in one read transaction. Without a topic, a
-        hole in the numbering counts as lost (trimming, or a DELETE by hand);
-        with one, only what was trimmed from the start of the log is seen, and
-        it counts the events of every topic."""
+        hole in the numbering is a loss (trimming, or a DELETE by hand), and
+        the read stops before one past its first event; with a topic, only
+        what was trimmed from the start of the log is seen (events of every
+        topic), and a read that finds fewer than ``limit`` events is complete
+        up to the head."""
         _check(shard)
         sql = f"SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?"
         params: tuple[object, ...] = (after,)
@@ -55,16 +57,20 @@ class SQLiteBulkReads:
         with self._store.read() as db:
             first, head = db.execute("SELECT min(seq), max(seq) FROM events").fetchone()
             rows = db.execute(sql + " ORDER BY seq LIMIT ?", (*params, limit)).fetchall()
+        head = head or 0
+        if head <= after:
+            return LogRead([], 0, head, after)
         events = [event_from_row(row) for row in rows]
-        if head is None or head <= after:
-            return LogRead(events, 0, head or 0)
-        lost = max(first - after - 1, 0)
-        if shard.topic is None:
-            expected = max(first, after + 1)
-            for event in events:
-                lost += event.seq - expected
-                expected = event.seq + 1
-        return LogRead(events, lost, head)
+        if shard.topic is not None:
+            upto = head if len(events) < limit else events[-1].seq
+            return LogRead(events, max(first - after - 1, 0), head, upto)
+        if not events:  # every event after ``after`` is gone
+            return LogRead([], head - after, head, head)
+        end = 1
+        while end < len(events) and events[end].seq == events[end - 1].seq + 1:
+            end += 1
+        events = events[:end]
+        return LogRead(events, events[0].seq - after - 1, head, events[-1].seq)
 
     def log_trim(self, shard: LogShard, upto: int) -> None:
         """Delete the events up to ``upto`` but the newest: SQLite numbers a
