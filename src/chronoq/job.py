@@ -189,15 +189,16 @@ class JobPage:
 @dataclass(frozen=True, slots=True)
 class LogShard:
     """One separately numbered part of a store's event log. SQLite keeps one
-    for every topic (``name`` "events", ``topic`` None, ``shard`` 0); Redis one
-    per topic and shard (``name``: its stream's key, such as
-    "chronoq:{orders:3}:events"). Within one, events are
-    numbered 1, 2, 3... without holes, except where the store trimmed its
-    oldest events (DESIGN §7)."""
+    for every topic (``name`` "events", ``shard`` 0, ``shared``; ``topic``
+    selects the events of one topic in it, or None); Redis one per topic and
+    shard (``name``: its stream's key, such as "chronoq:{orders:3}:events").
+    Within one, events are numbered 1, 2, 3... without holes, except where the
+    store trimmed events (DESIGN §7)."""
 
     name: str
     topic: str | None
     shard: int
+    shared: bool = False  # it holds the events of other topics too
 
 
 @dataclass(frozen=True, slots=True)

@@ -259,6 +259,10 @@ def test_a_topic_export_that_keeps_up_is_not_stopped_by_other_topics(tmp_path: P
         assert q.log_read(q.log_shards()[0], 0, limit=1).lost > 0  # the store did trim
     assert (summary.events, summary.lost) == (3, 0)
     assert len(exported(out)) == 6
+    with chronoq.connect(url) as q:  # one that does not keep up is told what it cannot know
+        make_events(q, "busy", 8000, start=10_000)  # 24,000 events: trimmed past it
+        with pytest.raises(ExportGap, match="of every topic: quiet's may be among them"):
+            Exporter(q, out, topic="quiet").run()
 
 
 def test_a_hole_in_the_log_is_reported_after_what_came_before_it(tmp_path: Path) -> None:

@@ -91,9 +91,9 @@ def _finish(frame: DataFrame) -> DataFrame:
     )
 
 
-def _runs(events: DataFrame, keys: list[str]) -> DataFrame:
-    """Reserve-to-ack time (ms), each ack with the latest reserve of the same
-    attempt before it, by ``keys`` (at the ack's time)."""
+def _runs(events: DataFrame) -> DataFrame:
+    """Reserve-to-ack time (``took``, ms) of each ack, with the latest reserve
+    of the same attempt before it, in the ack's bucket."""
     reserved = events.where(F.col("event") == "reserve").select(
         "topic", "id", "attempt", F.col("ts").alias("reserved")
     )
@@ -107,8 +107,12 @@ def _runs(events: DataFrame, keys: list[str]) -> DataFrame:
         .agg(F.max("reserved").alias("reserved"))
     )
     took = (F.unix_micros("acked") - F.unix_micros("reserved")) / 1000
-    quantiles = F.percentile_approx(took, F.array(F.lit(0.5), F.lit(0.99)), ACCURACY)
-    return pairs.groupBy(*keys).agg(quantiles.alias("runs"))
+    return pairs.select("topic", "bucket", took.alias("took"))
+
+
+def _run_quantiles(runs: DataFrame, keys: list[str]) -> DataFrame:
+    quantiles = F.percentile_approx("took", F.array(F.lit(0.5), F.lit(0.99)), ACCURACY)
+    return runs.groupBy(*keys).agg(quantiles.alias("runs"))
 
 
 def _rows(frame: DataFrame) -> list[dict[str, Any]]:
@@ -134,11 +138,14 @@ def analyze(
     frame = frame.withColumn(
         "bucket", F.timestamp_seconds(F.floor(F.unix_seconds("ts") / seconds) * seconds)
     ).cache()
+    runs = _runs(frame).cache()  # one join, two aggregations
     try:
         by_bucket = frame.groupBy("topic", "bucket").agg(*_measures())
-        by_bucket = by_bucket.join(_runs(frame, ["topic", "bucket"]), ["topic", "bucket"], "left")
+        by_bucket = by_bucket.join(
+            _run_quantiles(runs, ["topic", "bucket"]), ["topic", "bucket"], "left"
+        )
         by_topic = frame.groupBy("topic").agg(*_measures(), F.count(F.lit(1)).alias("events"))
-        by_topic = by_topic.join(_runs(frame, ["topic"]), ["topic"], "left")
+        by_topic = by_topic.join(_run_quantiles(runs, ["topic"]), ["topic"], "left")
         attempts = (
             frame.where(F.col("event").isin("ack", "dead", "bury"))
             .select(
@@ -157,6 +164,7 @@ def analyze(
         outputs = _write(tables, out)
         found = {name: _rows(table) for name, table in tables.items()}
     finally:
+        runs.unpersist()
         frame.unpersist()
     total = sum(row["events"] for row in found["topics"])
     return Analysis(

@@ -290,7 +290,7 @@ class Exporter:
         gap: dict[str, Any] = {"shard": shard.name, "after": after, "lost": lost, "head": head}
         if head < after:
             gap["reset"] = True
-        if shard.topic is not None and shard.shard == 0 and shard.name == "events":
+        if shard.shared and shard.topic is not None:
             gap["topic"] = shard.topic
         if not self.allow_gaps:
             raise ExportGap([gap])

@@ -40,7 +40,7 @@ class SQLiteBulkReads:
         return JobPage(jobs, jobs[-1].id if len(jobs) == limit else None)
 
     def log_shards(self, topic: str | None) -> list[LogShard]:
-        return [LogShard(LOG_NAME, topic, 0)]
+        return [LogShard(LOG_NAME, topic, 0, shared=True)]
 
     def log_read(self, shard: LogShard, after: int, limit: int) -> LogRead:
         """Events after ``after`` in one read transaction. Without a topic, a
