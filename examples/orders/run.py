@@ -126,9 +126,9 @@ def main() -> None:
     done(f"a worker closed {closed:,} orders that were due; {left:,} are due later")
     summary = Exporter(q, out / "events").run()
     done(f"exported {summary.events:,} events to {out / 'events'}")
-    found = analyze(spark, str(out / "events"), str(out / "analysis"), bucket="5m")
+    found = analyze(spark, str(out / "events"), str(out / "analysis"), bucket="10s")
     report = out / "analysis" / "report.html"
-    params = parameters(str(out / "events"), "5m", None, spark.sparkContext.master)
+    params = parameters(str(out / "events"), "10s", None, spark.sparkContext.master)
     write_report(found, params, str(out / "events"), report)
     done(f"analyzed {found.events:,} events")
     print(f"report: {report}", flush=True)
