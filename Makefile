@@ -78,4 +78,5 @@ system-deps:
 	    openjdk-17-jre-headless; }
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache chronoq.db chronoq.db-wal chronoq.db-shm
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache chronoq.db chronoq.db-wal chronoq.db-shm \
+	  examples/orders/out
