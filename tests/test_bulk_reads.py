@@ -134,3 +134,11 @@ def test_a_read_ends_at_a_hole_and_the_next_reports_it(sqlite_url: str, tmp_path
         # filtered by topic, a read that finds every event asked for is complete to the head
         only = q.log_read(LogShard(shard.name, "nope", 0), 0)
         assert (only.events, only.upto, only.head) == ([], 30, 30)
+
+
+def test_the_head_is_read_without_events(queue: chronoq.Queue, topic: str) -> None:
+    for shard in queue.log_shards(topic):
+        assert queue.log_head(shard) == 0
+    make_events(queue, topic, 30)
+    for shard in queue.log_shards(topic):
+        assert queue.log_head(shard) == queue.log_read(shard, 0, limit=100_000).events[-1].seq

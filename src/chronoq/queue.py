@@ -323,6 +323,11 @@ class Queue:
         check_limit(limit)
         return self.backend.log_read(_log_shard(shard), _seq(after), limit)
 
+    def log_head(self, shard: LogShard) -> int:
+        """The seq of the newest event of a log shard (0: none yet), read
+        without reading events."""
+        return self.backend.log_read(_log_shard(shard), _BEYOND, 1).head
+
     def log_trim(self, shard: LogShard, upto: int) -> None:
         """Drop the events of a log shard up to seq ``upto``, once they are
         safely elsewhere (``chronoq export --trim``)."""
@@ -380,6 +385,9 @@ class Queue:
         for name, at_ms in plan.marks:
             self.backend.schedules_mark(topic, name, at_ms)
         return plan.done(results)
+
+
+_BEYOND = 1 << 62  # a seq past any log's head: a read after it finds no event
 
 
 def _log_shard(shard: object) -> LogShard:

@@ -150,8 +150,7 @@ class Exporter:
     def heads(self) -> dict[str, int]:
         """The seq of the newest event of each log shard now."""
         return {
-            shard.name: self.queue.log_read(shard, 0, limit=1).head
-            for shard in self.queue.log_shards(self.topic)
+            shard.name: self.queue.log_head(shard) for shard in self.queue.log_shards(self.topic)
         }
 
     def backlog(self) -> int:
@@ -224,7 +223,7 @@ class Exporter:
         targets = {}
         for shard in self.queue.log_shards(self.topic):
             after = state.offsets.get(shard.name, 0)
-            targets[shard.name] = head = self.queue.log_read(shard, after, limit=1).head
+            targets[shard.name] = head = self.queue.log_head(shard)
             if head < after:
                 self._gap(state, buffer, shard, after, 0, head)
         return targets
@@ -354,7 +353,7 @@ class Exporter:
         for shard in self.queue.log_shards(self.topic):
             upto = state.offsets.get(shard.name, 0)
             if upto > self._trimmed.get(shard.name, 0):
-                if self.queue.log_read(shard, upto, limit=1).head < upto:
+                if self.queue.log_head(shard) < upto:
                     continue
                 self.queue.log_trim(shard, upto)
                 self._trimmed[shard.name] = upto

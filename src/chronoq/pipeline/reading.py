@@ -78,10 +78,7 @@ class LogRange:
 
 def heads(queue: Queue, topic: str | None) -> dict[str, tuple[LogShard, int]]:
     """Each log shard, by name, with the seq of its newest event."""
-    return {
-        shard.name: (shard, queue.log_read(shard, 0, limit=1).head)
-        for shard in queue.log_shards(topic)
-    }
+    return {shard.name: (shard, queue.log_head(shard)) for shard in queue.log_shards(topic)}
 
 
 def starts(queue: Queue, topic: str | None, where: str) -> dict[str, int]:
