@@ -47,6 +47,7 @@ from chronoq.pipeline.reading import (
     jobs_batches,
     plan_ranges,
     range_batches,
+    spans,
     starts,
 )
 from chronoq.pipeline.rows import Columns, plan_columns
@@ -252,11 +253,13 @@ class EventsReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         with connect(self.options.store) as queue:
-            shards = heads(queue, self.options.topic)
-            begin = starts(queue, self.options.topic, "earliest")
-        end = {name: head for name, (_, head) in shards.items()}
-        found = {name: shard for name, (shard, _) in shards.items()}
-        parts = plan_ranges(found, begin, end, CHUNK)
+            found = spans(queue, self.options.topic)
+        parts = plan_ranges(
+            {name: shard for name, (shard, _, _) in found.items()},
+            {name: first for name, (_, first, _) in found.items()},
+            {name: head for name, (_, _, head) in found.items()},
+            CHUNK,
+        )
         return [RangePartition(part) for part in parts] or [RangePartition(_NOTHING)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -29,6 +29,7 @@ __all__ = [
     "jobs_batches",
     "plan_ranges",
     "range_batches",
+    "spans",
     "starts",
 ]
 
@@ -81,17 +82,23 @@ def heads(queue: Queue, topic: str | None) -> dict[str, tuple[LogShard, int]]:
     return {shard.name: (shard, queue.log_head(shard)) for shard in queue.log_shards(topic)}
 
 
+def spans(queue: Queue, topic: str | None) -> dict[str, tuple[LogShard, int, int]]:
+    """Each log shard, by name, with the seq just before its oldest kept
+    event and the seq of its newest, from one read of it."""
+    found = {}
+    for shard in queue.log_shards(topic):
+        page = queue.log_read(shard, 0, limit=1)
+        first = page.events[0].seq - 1 if page.events else page.head
+        found[shard.name] = (shard, first, page.head)
+    return found
+
+
 def starts(queue: Queue, topic: str | None, where: str) -> dict[str, int]:
     """Offsets (the seq read last) of every shard: just before its oldest
     kept event ("earliest"), or at its newest ("latest")."""
-    offsets = {}
-    for shard in queue.log_shards(topic):
-        page = queue.log_read(shard, 0, limit=1)
-        if where == "latest" or not page.events:
-            offsets[shard.name] = page.head
-        else:
-            offsets[shard.name] = page.events[0].seq - 1
-    return offsets
+    if where == "latest":
+        return {name: head for name, (_, head) in heads(queue, topic).items()}
+    return {name: first for name, (_, first, _) in spans(queue, topic).items()}
 
 
 def capped(start: dict[str, int], end: dict[str, int], limit: int | None) -> dict[str, int]:
