@@ -7,9 +7,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
+from chronoq.backoff import Backoff
 from chronoq.errors import InvalidInput, InvalidJob
 from chronoq.job import (
     Job,
+    JobLease,
+    LogShard,
     NewJob,
     Reservation,
     duration_ms,
@@ -22,21 +25,27 @@ from chronoq.job import (
 __all__ = [
     "MAX_COUNT",
     "MAX_WAIT_S",
+    "SEQ_BEYOND",
     "LeaseRef",
     "check_limit",
     "error_text",
-    "group_leases",
+    "jobs_args",
     "lease_args",
+    "leases_of",
+    "log_shard_arg",
+    "nack_args",
     "optional_ttr_ms",
     "put_args",
     "requeue_ids",
     "reschedule_args",
     "reserve_args",
+    "seq_arg",
 ]
 
 MAX_COUNT = 10_000
 MAX_WAIT_S = 3600.0
 MAX_ERROR_CHARS = 10_000
+SEQ_BEYOND = 1 << 62  # a seq past any log's head: a read after it finds no event
 LeaseRef = Reservation | str
 
 
@@ -68,26 +77,33 @@ def optional_ttr_ms(ttr: float | None) -> int | None:
     return None if ttr is None else duration_ms(ttr, "ttr", minimum_ms=1)
 
 
-def lease_args(job: LeaseRef, job_id: str | None, lease: str | None) -> tuple[str, str, str]:
-    """(topic, id, lease token) from a Reservation, or from the three given."""
+def lease_args(job: LeaseRef, job_id: str | None, lease: str | None) -> JobLease:
+    """The lease a lease call names: a Reservation, or topic, id and token."""
     if isinstance(job, Reservation):
         if job_id is not None or lease is not None:
             raise InvalidInput("pass a Reservation, or topic, id and lease; not both")
-        return job.topic, job.id, job.lease
+        return JobLease(job.topic, job.id, job.lease)
     if job_id is None or lease is None:
         raise InvalidInput("pass a Reservation, or all three of topic, id and lease")
     if not isinstance(lease, str) or not lease:
         raise InvalidInput(f"lease must be the token of a reservation, got {lease!r}")
-    return validate_topic(job), validate_id(job_id), lease
+    return JobLease(validate_topic(job), validate_id(job_id), lease)
 
 
-def group_leases(jobs: Iterable[Reservation]) -> dict[str, list[tuple[str, str]]]:
-    """``(id, lease)`` pairs by topic, for ``ack_many``."""
-    by_topic: dict[str, list[tuple[str, str]]] = {}
-    for job in jobs:
-        topic, job_id, token = lease_args(job, None, None)
-        by_topic.setdefault(topic, []).append((job_id, token))
-    return by_topic
+def leases_of(jobs: Iterable[Reservation]) -> list[JobLease]:
+    """The leases of reservations, for ``ack_many``."""
+    return [lease_args(job, None, None) for job in jobs]
+
+
+def nack_args(
+    delay: float | None, backoff: Backoff | None, default: Backoff
+) -> tuple[int | None, Backoff]:
+    """The delay in ms (None: by the backoff) and the backoff curve to use."""
+    if backoff is None:
+        backoff = default
+    elif not isinstance(backoff, Backoff):
+        raise InvalidInput(f"backoff must be a chronoq.Backoff, got {backoff!r}")
+    return (None if delay is None else duration_ms(delay, "delay")), backoff
 
 
 def error_text(error: object) -> str | None:
@@ -120,3 +136,23 @@ def requeue_ids(topic: str, ids: Sequence[str] | None) -> list[str] | None:
 def check_limit(limit: object) -> None:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100_000:
         raise InvalidInput(f"limit must be an integer from 1 to 100000, got {limit!r}")
+
+
+def log_shard_arg(shard: object) -> LogShard:
+    if not isinstance(shard, LogShard):
+        raise InvalidInput(f"expected a LogShard from log_shards(), got {shard!r}")
+    return shard
+
+
+def seq_arg(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"an event seq must be an integer >= 0, got {value!r}")
+    return value
+
+
+def jobs_args(shard: object, cursor: object, limit: object) -> None:
+    check_limit(limit)
+    if isinstance(shard, bool) or not isinstance(shard, int):
+        raise InvalidInput(f"shard must be an integer, got {shard!r}")
+    if cursor is not None and not isinstance(cursor, str):
+        raise InvalidInput(f"bad job cursor {cursor!r}: pass the cursor of a previous page")

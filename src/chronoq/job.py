@@ -22,6 +22,7 @@ __all__ = [
     "EventPage",
     "Job",
     "JobInfo",
+    "JobLease",
     "JobPage",
     "LogRead",
     "LogShard",
@@ -132,6 +133,16 @@ class Reservation:
     max_attempts: int
     ttr: float
     created_at: int
+
+
+class JobLease(NamedTuple):
+    """One lease of one job, as the lease calls of a backend take it (ack,
+    nack, release, touch, bury): a ``Reservation``, or the three values a
+    consumer elsewhere was given (the HTTP API's ``topic``, ``id``, ``lease``)."""
+
+    topic: str
+    id: str
+    token: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,21 +10,27 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any
 
-from chronoq.backends import Backend, StoreURL, open_backend
+from chronoq.backends import StoreURL, open_backend
+from chronoq.backends.base import Backend, ReserveResult, Watcher
 from chronoq.backoff import Backoff
 from chronoq.calls import (
+    SEQ_BEYOND,
     LeaseRef,
     check_limit,
     error_text,
-    group_leases,
+    jobs_args,
     lease_args,
+    leases_of,
+    log_shard_arg,
+    nack_args,
     optional_ttr_ms,
     put_args,
     requeue_ids,
     reschedule_args,
     reserve_args,
+    seq_arg,
 )
-from chronoq.errors import InvalidInput, LeaseLost
+from chronoq.errors import LeaseLost
 from chronoq.job import (
     DEFAULT_MAX_PAYLOAD,
     EventPage,
@@ -35,7 +41,6 @@ from chronoq.job import (
     LogShard,
     PutResult,
     Reservation,
-    duration_ms,
     validate_id,
     validate_topic,
 )
@@ -151,12 +156,12 @@ class Queue:
         put (no polling interval), at most ``wait`` seconds; then ``[]``.
         ``ttr`` overrides the jobs' own lease length.
         """
-        wait_s, ttr_ms = reserve_args(topic, count, wait, ttr)
+        wait_s, _ = reserve_args(topic, count, wait, ttr)
         end = time.monotonic() + wait_s
-        watcher = self.backend.watch(topic) if wait_s > 0 else None
+        watcher = self.watch(topic) if wait_s > 0 else None
         try:
             while True:
-                result = self.backend.reserve(topic, count, ttr_ms, watcher)
+                result = self.reserve_once(topic, count, ttr=ttr, watcher=watcher)
                 remaining = end - time.monotonic()
                 if result.jobs or watcher is None or remaining <= 0:
                     return result.jobs
@@ -167,18 +172,36 @@ class Queue:
             if watcher is not None:
                 watcher.close()
 
+    def watch(self, topic: str) -> Watcher:
+        """A watcher of the topic, for a consumer with its own wait loop: take
+        it before ``reserve_once``; its ``wait(timeout)`` returns when a job
+        may have become available since. ``close`` it when done."""
+        return self.backend.watch(validate_topic(topic))
+
+    def reserve_once(
+        self,
+        topic: str,
+        count: int = 1,
+        *,
+        ttr: float | None = None,
+        watcher: Watcher | None = None,
+    ) -> ReserveResult:
+        """One reserve attempt, without waiting: the jobs leased, and when
+        there are none, how long until the topic's next timed change (ms, or
+        None). ``watcher``: the one the caller will wait with (``watch``)."""
+        _, ttr_ms = reserve_args(topic, count, 0.0, ttr)
+        return self.backend.reserve(topic, count, ttr_ms, watcher)
+
     def ack(self, job: LeaseRef, id: str | None = None, lease: str | None = None) -> None:
         """Finish a reserved job: it is gone. Raises ``LeaseLost`` if the lease is not live."""
-        topic, job_id, token = lease_args(job, id, lease)
-        if self.backend.ack_many(topic, [(job_id, token)]):
-            raise LeaseLost(topic, job_id)
+        held = lease_args(job, id, lease)
+        if self.backend.ack_many([held]):
+            raise LeaseLost(held.topic, held.id)
 
     def ack_many(self, jobs: Iterable[Reservation]) -> list[str]:
         """Ack every job still leased; returns the ids whose lease was lost."""
-        lost: list[str] = []
-        for topic, leases in group_leases(jobs).items():
-            lost.extend(self.backend.ack_many(topic, leases))
-        return lost
+        leases = leases_of(jobs)
+        return self.backend.ack_many(leases) if leases else []
 
     def nack(
         self,
@@ -188,15 +211,27 @@ class Queue:
         *,
         delay: float | None = None,
         error: object = None,
+        backoff: Backoff | None = None,
     ) -> State:
         """Give a reserved job back to run again after ``delay`` seconds (default:
-        exponential backoff with jitter), or to dead when its attempts are used
-        up. Returns the state it went to."""
-        topic, job_id, token = lease_args(job, id, lease)
-        delay_ms = None if delay is None else duration_ms(delay, "delay")
-        return self.backend.nack(
-            topic, job_id, token, delay_ms, error_text(error), self.backoff, random.random()
-        )
+        exponential backoff with jitter, ``backoff`` or the queue's), or to dead
+        when its attempts are used up. Returns the state it went to."""
+        held = lease_args(job, id, lease)
+        delay_ms, curve = nack_args(delay, backoff, self.backoff)
+        return self.backend.nack(held, delay_ms, error_text(error), curve, random.random())
+
+    def release(
+        self,
+        job: LeaseRef,
+        id: str | None = None,
+        lease: str | None = None,
+        *,
+        error: object = None,
+    ) -> None:
+        """Give back a reserved job that was not run to the end (a consumer
+        shutting down): ready at once, never dead for it, even on its last
+        attempt. Raises ``LeaseLost`` if the lease is not live."""
+        self.backend.release(lease_args(job, id, lease), error_text(error))
 
     def touch(
         self,
@@ -209,8 +244,7 @@ class Queue:
         """Extend the lease to now + ``ttr`` (default: the job's ttr).
 
         Returns the new deadline in ms since the epoch."""
-        topic, job_id, token = lease_args(job, id, lease)
-        return self.backend.touch(topic, job_id, token, optional_ttr_ms(ttr))
+        return self.backend.touch(lease_args(job, id, lease), optional_ttr_ms(ttr))
 
     def bury(
         self,
@@ -221,8 +255,7 @@ class Queue:
         error: object = None,
     ) -> None:
         """Move a reserved job to dead (kept for inspection and ``requeue``)."""
-        topic, job_id, token = lease_args(job, id, lease)
-        self.backend.bury(topic, job_id, token, error_text(error))
+        self.backend.bury(lease_args(job, id, lease), error_text(error))
 
     # -- by id -------------------------------------------------------------------
 
@@ -302,11 +335,7 @@ class Queue:
         ``page.cursor`` back for the next (None: that was the last). A job
         there for the whole scan is in some page, maybe twice on Redis; one
         that moves meanwhile may be missed."""
-        check_limit(limit)
-        if isinstance(shard, bool) or not isinstance(shard, int):
-            raise InvalidInput(f"shard must be an integer, got {shard!r}")
-        if cursor is not None and not isinstance(cursor, str):
-            raise InvalidInput(f"bad job cursor {cursor!r}: pass the cursor of a previous page")
+        jobs_args(shard, cursor, limit)
         return self.backend.jobs(validate_topic(topic), shard, cursor, limit)
 
     def log_shards(self, topic: str | None = None) -> list[LogShard]:
@@ -321,17 +350,17 @@ class Queue:
         read (``lost``). Readers that must see every event, such as ``chronoq
         export``, pass ``page.upto`` as the next ``after``."""
         check_limit(limit)
-        return self.backend.log_read(_log_shard(shard), _seq(after), limit)
+        return self.backend.log_read(log_shard_arg(shard), seq_arg(after), limit)
 
     def log_head(self, shard: LogShard) -> int:
         """The seq of the newest event of a log shard (0: none yet), read
         without reading events."""
-        return self.backend.log_read(_log_shard(shard), _BEYOND, 1).head
+        return self.backend.log_read(log_shard_arg(shard), SEQ_BEYOND, 1).head
 
     def log_trim(self, shard: LogShard, upto: int) -> None:
         """Drop the events of a log shard up to seq ``upto``, once they are
         safely elsewhere (``chronoq export --trim``)."""
-        self.backend.log_trim(_log_shard(shard), _seq(upto))
+        self.backend.log_trim(log_shard_arg(shard), seq_arg(upto))
 
     # -- recurring jobs ----------------------------------------------------------------
 
@@ -385,18 +414,3 @@ class Queue:
         for name, at_ms in plan.marks:
             self.backend.schedules_mark(topic, name, at_ms)
         return plan.done(results)
-
-
-_BEYOND = 1 << 62  # a seq past any log's head: a read after it finds no event
-
-
-def _log_shard(shard: object) -> LogShard:
-    if not isinstance(shard, LogShard):
-        raise InvalidInput(f"expected a LogShard from log_shards(), got {shard!r}")
-    return shard
-
-
-def _seq(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput(f"an event seq must be an integer >= 0, got {value!r}")
-    return value

@@ -1,4 +1,4 @@
-"""The Redis event log's packed entries (lua/prelude.lua, emit): every field
+"""The Redis event log's packed entries (lua/lib/3_events.lua, emit_event): every field
 survives the packing at the edges of its encodings, and the log keeps its
 numbering when its counter key is lost."""
 

@@ -17,7 +17,7 @@ from ..children import Child
 from ..redis_server import RedisServer
 from .conftest import ServerFactory, blocked_clients, wait_until
 
-TIMER_LEASE_S = 2.0  # lua/prelude.lua
+TIMER_LEASE_S = 2.0  # lua/lib/7_timer.lua
 
 
 class Waiters:

@@ -1,8 +1,7 @@
 """The worker's prefetch and precise waits: jobs held beyond the running ones
 (at most ``concurrency + prefetch``), started as slots free and released at
 once by a stop; the automatic amount, which follows the handlers' run time;
-``sleep_until``, which times the last stretch before a due time; and the CLI's
-log handler, which writes a turn of the loop's lines at once."""
+and the CLI's log handler, which writes a turn of the loop's lines at once."""
 
 from __future__ import annotations
 
@@ -20,7 +19,8 @@ import chronoq.aio
 from chronoq import Job, Reservation, Worker
 from chronoq.cli.worker import BurstHandler, WorkerOptions, make_worker
 from chronoq.errors import InvalidInput
-from chronoq.worker.session import HOLD_S, Session, sleep_until
+from chronoq.worker.fetching import HOLD_S
+from chronoq.worker.session import Session
 
 from .test_worker import WAIT_S, Recorder, running, stop, wait_until
 
@@ -92,15 +92,15 @@ def test_the_automatic_prefetch_follows_the_run_time(sqlite_url: str, topic: str
     async def main() -> None:
         aq = chronoq.aio.connect(sqlite_url)
         worker = Worker(aq, {topic: Recorder()}, concurrency=4, batch=100, recurring=False)
-        session = Session(worker, asyncio.get_running_loop())
-        assert session.prefetch() == 0  # nothing has run yet
+        session = Session(worker.settings, worker.counts, asyncio.get_running_loop())
+        assert session.fetcher.prefetch() == 0  # nothing has run yet
         for mean, held in ((1e-5, 100), (0.01, int(4 * HOLD_S / 0.01)), (1.0, 0)):
-            session.mean_run_s = mean
-            assert session.prefetch() == held
+            session.slots.mean_run_s = mean
+            assert session.fetcher.prefetch() == held
         fixed = Worker(aq, {topic: Recorder()}, concurrency=4, prefetch=7, recurring=False)
-        session = Session(fixed, asyncio.get_running_loop())
-        session.mean_run_s = 1e-5
-        assert session.prefetch() == 7
+        session = Session(fixed.settings, fixed.counts, asyncio.get_running_loop())
+        session.slots.mean_run_s = 1e-5
+        assert session.fetcher.prefetch() == 7
         await aq.close()
 
     asyncio.run(main())
@@ -154,17 +154,6 @@ def test_jobs_due_a_tick_apart_never_start_early(queue: chronoq.Queue, topic: st
     assert len(handler.calls) == len(gaps)
     for job, called_at in handler.calls:
         assert called_at >= job.due_at
-
-
-def test_sleep_until_never_returns_before_its_deadline() -> None:
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        for wait in (0.0, -0.001, 0.0003, 0.001, 0.0012, 0.0019, 0.003, 0.02):
-            deadline = loop.time() + wait
-            await sleep_until(loop, deadline)
-            assert loop.time() >= deadline
-
-    asyncio.run(main())
 
 
 class CountingStream(io.StringIO):

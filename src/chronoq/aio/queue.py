@@ -12,16 +12,18 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any
 
-from chronoq.aio.base import AsyncBackend, AsyncWatcher
+from chronoq.aio.waiting import wait_for_jobs
 from chronoq.backends import StoreURL, open_backend
-from chronoq.backends.base import ReserveResult
+from chronoq.backends.base import AsyncBackend, AsyncWatcher, ReserveResult
+from chronoq.backends.threaded import asyncio_backend
 from chronoq.backoff import Backoff
 from chronoq.calls import (
     LeaseRef,
     check_limit,
     error_text,
-    group_leases,
     lease_args,
+    leases_of,
+    nack_args,
     optional_ttr_ms,
     put_args,
     requeue_ids,
@@ -36,7 +38,6 @@ from chronoq.job import (
     JobInfo,
     PutResult,
     Reservation,
-    duration_ms,
     validate_id,
     validate_topic,
 )
@@ -60,7 +61,7 @@ def connect(url: str | None = None, *, backoff: Backoff | None = None) -> AsyncQ
     Opening does no I/O: the first call connects."""
     parsed = StoreURL.parse(url)
     max_payload = parsed.pop_int("max_payload", DEFAULT_MAX_PAYLOAD, minimum=1)
-    backend = open_backend(parsed).asyncio_backend(owned=True)
+    backend = asyncio_backend(open_backend(parsed), owned=True)
     return AsyncQueue(backend, max_payload=max_payload, backoff=backoff)
 
 
@@ -83,7 +84,7 @@ class AsyncQueue:
         """An asyncio queue on the same store as ``queue``, with its settings.
         Closing it leaves ``queue`` open."""
         return cls(
-            queue.backend.asyncio_backend(owned=False),
+            asyncio_backend(queue.backend, owned=False),
             max_payload=queue.max_payload,
             backoff=queue.backoff,
         )
@@ -149,26 +150,24 @@ class AsyncQueue:
     ) -> list[Reservation]:
         """See ``Queue.reserve``. Cancelling a waiting reserve is safe: no job
         is leased by a call that did not return."""
-        wait_s, ttr_ms = reserve_args(topic, count, wait, ttr)
+        wait_s, _ = reserve_args(topic, count, wait, ttr)
         end = time.monotonic() + wait_s
-        watcher = await self.backend.watch(topic) if wait_s > 0 else None
+        watcher = await self.watch(topic) if wait_s > 0 else None
         try:
             while True:
-                result = await self._reserve_once(topic, count, ttr_ms, watcher)
+                result = await self._reserve_or_give_back(topic, count, ttr, watcher)
                 remaining = end - time.monotonic()
                 if result.jobs or watcher is None or remaining <= 0:
                     return result.jobs
-                if result.wake_in_ms is not None:
-                    remaining = min(remaining, result.wake_in_ms / 1000)
-                await watcher.wait(remaining)
+                await wait_for_jobs(watcher, result, remaining)
         finally:
             if watcher is not None:
                 await watcher.close()
 
-    async def _reserve_once(
-        self, topic: str, count: int, ttr_ms: int | None, watcher: AsyncWatcher | None
+    async def _reserve_or_give_back(
+        self, topic: str, count: int, ttr: float | None, watcher: AsyncWatcher | None
     ) -> ReserveResult:
-        call = asyncio.ensure_future(self.backend.reserve(topic, count, ttr_ms, watcher))
+        call = asyncio.ensure_future(self.reserve_once(topic, count, ttr=ttr, watcher=watcher))
         try:
             return await asyncio.shield(call)
         except asyncio.CancelledError:
@@ -177,23 +176,45 @@ class AsyncQueue:
             with contextlib.suppress(ChronoqError):
                 for job in (await call).jobs:
                     with contextlib.suppress(ChronoqError):
-                        await self.backend.release(
-                            job.topic, job.id, job.lease, "the reserve was cancelled"
-                        )
+                        await self.release(job, error="the reserve was cancelled")
             raise
+
+    async def watch(self, topic: str) -> AsyncWatcher:
+        """See ``Queue.watch``."""
+        return await self.backend.watch(validate_topic(topic))
+
+    async def reserve_once(
+        self,
+        topic: str,
+        count: int = 1,
+        *,
+        ttr: float | None = None,
+        watcher: AsyncWatcher | None = None,
+    ) -> ReserveResult:
+        """See ``Queue.reserve_once``. Cancelling it may leave jobs leased
+        (``reserve`` gives them back)."""
+        _, ttr_ms = reserve_args(topic, count, 0.0, ttr)
+        return await self.backend.reserve(topic, count, ttr_ms, watcher)
+
+    async def wait_for_jobs(
+        self, watcher: AsyncWatcher, result: ReserveResult, limit: float
+    ) -> None:
+        """After ``result`` (of ``reserve_once``) leased nothing, return when a
+        job may be available: on a change that ``watcher`` sees, or at the
+        next due time (timed on the event loop, to the tick); after ``limit``
+        seconds at the most."""
+        await wait_for_jobs(watcher, result, limit)
 
     async def ack(self, job: LeaseRef, id: str | None = None, lease: str | None = None) -> None:
         """See ``Queue.ack``."""
-        topic, job_id, token = lease_args(job, id, lease)
-        if await self.backend.ack_many(topic, [(job_id, token)]):
-            raise LeaseLost(topic, job_id)
+        held = lease_args(job, id, lease)
+        if await self.backend.ack_many([held]):
+            raise LeaseLost(held.topic, held.id)
 
     async def ack_many(self, jobs: Iterable[Reservation]) -> list[str]:
         """See ``Queue.ack_many``."""
-        lost: list[str] = []
-        for topic, leases in group_leases(jobs).items():
-            lost.extend(await self.backend.ack_many(topic, leases))
-        return lost
+        leases = leases_of(jobs)
+        return await self.backend.ack_many(leases) if leases else []
 
     async def nack(
         self,
@@ -203,13 +224,23 @@ class AsyncQueue:
         *,
         delay: float | None = None,
         error: object = None,
+        backoff: Backoff | None = None,
     ) -> State:
         """See ``Queue.nack``."""
-        topic, job_id, token = lease_args(job, id, lease)
-        delay_ms = None if delay is None else duration_ms(delay, "delay")
-        return await self.backend.nack(
-            topic, job_id, token, delay_ms, error_text(error), self.backoff, random.random()
-        )
+        held = lease_args(job, id, lease)
+        delay_ms, curve = nack_args(delay, backoff, self.backoff)
+        return await self.backend.nack(held, delay_ms, error_text(error), curve, random.random())
+
+    async def release(
+        self,
+        job: LeaseRef,
+        id: str | None = None,
+        lease: str | None = None,
+        *,
+        error: object = None,
+    ) -> None:
+        """See ``Queue.release``."""
+        await self.backend.release(lease_args(job, id, lease), error_text(error))
 
     async def touch(
         self,
@@ -220,8 +251,7 @@ class AsyncQueue:
         ttr: float | None = None,
     ) -> int:
         """See ``Queue.touch``."""
-        topic, job_id, token = lease_args(job, id, lease)
-        return await self.backend.touch(topic, job_id, token, optional_ttr_ms(ttr))
+        return await self.backend.touch(lease_args(job, id, lease), optional_ttr_ms(ttr))
 
     async def bury(
         self,
@@ -232,8 +262,7 @@ class AsyncQueue:
         error: object = None,
     ) -> None:
         """See ``Queue.bury``."""
-        topic, job_id, token = lease_args(job, id, lease)
-        await self.backend.bury(topic, job_id, token, error_text(error))
+        await self.backend.bury(lease_args(job, id, lease), error_text(error))
 
     # -- by id -------------------------------------------------------------------
 

@@ -1,10 +1,31 @@
-"""The Backend contract: one method per transition of DESIGN §1.
+"""The Backend contract: one method per transition of DESIGN §1, for blocking
+callers (``Backend``) and for asyncio (``AsyncBackend``, the same methods as
+coroutines).
 
 A backend receives validated, encoded input (topics checked, durations in ms,
 payloads as bytes) and owns the store's clock: every ``now`` is the store's.
-Each method is one atomic step that appends its events in that same step.
-The ``Queue`` facade adds validation, defaults and the wait loop of
-``reserve``, and nothing backend-specific.
+Each method is one atomic step that appends its events in that same step. The
+facades (``chronoq.Queue``, ``chronoq.aio.AsyncQueue``) add validation,
+defaults and the wait loop of ``reserve``, and nothing backend-specific.
+
+Adding an operation (a transition, say a rate limit on reserve) touches:
+
+1. ``chronoq/calls.py``: its argument checks, turning a user's arguments into
+   what the backend takes (no I/O), shared by both facades.
+2. This module: an abstract method of ``Backend`` whose docstring is the
+   contract, and the same as a coroutine on ``AsyncBackend``. Nothing else
+   forwards it by hand: ``ThreadedBackend`` (threaded.py) and the two Redis
+   drivers fill their methods in from this contract (``fill_contract``).
+3. SQLite (``sqlite/backend.py``): a method, one ``BEGIN IMMEDIATE``
+   transaction that appends its events through ``EventLog``.
+4. Redis: a generator method of ``RedisCore`` (``redis/core.py``) that yields
+   its script call, and one ``redis/lua/<name>.lua`` file whose header states
+   KEYS, ARGV, the reply and the events. Scripts are found by file name.
+5. The facades: a method of ``Queue`` and one of ``AsyncQueue``.
+6. The CLI (``cli/``), when people run it by hand.
+
+Then a test of it in ``tests/conformance/``: it runs on every backend,
+through both facades. ``docs/architecture.md`` draws the layers.
 """
 
 from __future__ import annotations
@@ -12,12 +33,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from chronoq.backoff import Backoff
 from chronoq.job import (
     EventPage,
     JobInfo,
+    JobLease,
     JobPage,
     LogRead,
     LogShard,
@@ -27,10 +49,14 @@ from chronoq.job import (
 )
 from chronoq.states import State
 
-if TYPE_CHECKING:
-    from chronoq.aio.base import AsyncBackend
-
-__all__ = ["Backend", "ReserveResult", "StoredSchedule", "Watcher"]
+__all__ = [
+    "AsyncBackend",
+    "AsyncWatcher",
+    "Backend",
+    "ReserveResult",
+    "StoredSchedule",
+    "Watcher",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,16 +122,16 @@ class Backend(ABC):
     def watch(self, topic: str) -> Watcher:
         """A watcher for changes of ``topic`` from now on."""
 
+    # -- the lease calls: each names its job by a JobLease -----------------------------
+
     @abstractmethod
-    def ack_many(self, topic: str, leases: Sequence[tuple[str, str]]) -> list[str]:
-        """Remove jobs by ``(id, lease)``; returns the ids whose lease was lost."""
+    def ack_many(self, leases: Sequence[JobLease]) -> list[str]:
+        """Remove jobs whose lease is live; returns the ids whose lease was lost."""
 
     @abstractmethod
     def nack(
         self,
-        topic: str,
-        job_id: str,
-        lease: str,
+        lease: JobLease,
         delay_ms: int | None,
         error: str | None,
         backoff: Backoff,
@@ -115,7 +141,7 @@ class Backend(ABC):
         backoff for its attempts), or to dead once attempts are exhausted."""
 
     @abstractmethod
-    def release(self, topic: str, job_id: str, lease: str, error: str | None) -> None:
+    def release(self, lease: JobLease, error: str | None) -> None:
         """Give a reserved job back that its consumer did not run to the end
         (a worker shutting down): ready at once, and never dead for it, even
         on its last attempt (its next run may show attempts above
@@ -123,12 +149,14 @@ class Backend(ABC):
         Raises ``LeaseLost`` when the lease is not live."""
 
     @abstractmethod
-    def touch(self, topic: str, job_id: str, lease: str, ttr_ms: int | None) -> int:
+    def touch(self, lease: JobLease, ttr_ms: int | None) -> int:
         """Push the lease deadline to now + ttr; returns the new deadline (ms)."""
 
     @abstractmethod
-    def bury(self, topic: str, job_id: str, lease: str, error: str | None) -> None:
+    def bury(self, lease: JobLease, error: str | None) -> None:
         """Move a reserved job to dead."""
+
+    # -- by id ---------------------------------------------------------------------------
 
     @abstractmethod
     def get(self, topic: str, job_id: str) -> JobInfo | None: ...
@@ -139,6 +167,8 @@ class Backend(ABC):
     @abstractmethod
     def reschedule(self, topic: str, job_id: str, delay_ms: int, run_at_ms: int | None) -> bool:
         """New due time for a delayed or ready job; False when absent or not movable."""
+
+    # -- topic-wide ----------------------------------------------------------------------
 
     @abstractmethod
     def stats(self, topic: str) -> dict[str, Any]: ...
@@ -164,7 +194,7 @@ class Backend(ABC):
     def events(self, topic: str | None, cursor: str | None, limit: int) -> EventPage:
         """Events after ``cursor`` (None: from the oldest kept), oldest first."""
 
-    # -- reading in bulk (chronoq export, the Spark pipeline) -------------------------
+    # -- reading in bulk (chronoq export, the Spark pipeline): blocking only -------------
 
     @abstractmethod
     def jobs(self, topic: str, shard: int, cursor: str | None, limit: int) -> JobPage:
@@ -211,9 +241,110 @@ class Backend(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
-    def asyncio_backend(self, *, owned: bool) -> AsyncBackend:
-        """This store for asyncio (``owned``: closing it closes this backend).
-        By default this backend's calls run in threads, off the event loop."""
-        from chronoq.aio.threaded import ThreadedBackend
+    def asyncio_backend(self, *, owned: bool) -> AsyncBackend | None:
+        """This store on a native asyncio driver (``owned``: closing it closes
+        this backend), or None: then ``chronoq.backends.threaded`` runs this
+        backend's calls in threads, off the event loop."""
+        return None
 
-        return ThreadedBackend(self, owned=owned)
+
+class AsyncWatcher(ABC):
+    """Taken before a reserve attempt; ``wait`` returns as soon as anything
+    that could make a job available happened since, or after ``timeout``
+    seconds. It may be reused for many waits; cancelling a wait is safe."""
+
+    @abstractmethod
+    async def wait(self, timeout: float) -> bool:
+        """True when woken by a change, False on timeout."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release what the watcher holds."""
+
+
+class AsyncBackend(ABC):
+    """The methods of ``Backend`` but reading in bulk, as coroutines: see
+    ``Backend`` for what each does."""
+
+    url: str
+
+    @abstractmethod
+    async def put_many(
+        self, topic: str, jobs: Sequence[NewJob], replace: bool
+    ) -> list[PutResult]: ...
+
+    @abstractmethod
+    async def reserve(
+        self, topic: str, count: int, ttr_ms: int | None, waiter: AsyncWatcher | None = None
+    ) -> ReserveResult: ...
+
+    @abstractmethod
+    async def watch(self, topic: str) -> AsyncWatcher: ...
+
+    @abstractmethod
+    async def ack_many(self, leases: Sequence[JobLease]) -> list[str]: ...
+
+    @abstractmethod
+    async def nack(
+        self,
+        lease: JobLease,
+        delay_ms: int | None,
+        error: str | None,
+        backoff: Backoff,
+        jitter: float,
+    ) -> State: ...
+
+    @abstractmethod
+    async def release(self, lease: JobLease, error: str | None) -> None: ...
+
+    @abstractmethod
+    async def touch(self, lease: JobLease, ttr_ms: int | None) -> int: ...
+
+    @abstractmethod
+    async def bury(self, lease: JobLease, error: str | None) -> None: ...
+
+    @abstractmethod
+    async def get(self, topic: str, job_id: str) -> JobInfo | None: ...
+
+    @abstractmethod
+    async def delete(self, topic: str, job_id: str) -> bool: ...
+
+    @abstractmethod
+    async def reschedule(
+        self, topic: str, job_id: str, delay_ms: int, run_at_ms: int | None
+    ) -> bool: ...
+
+    @abstractmethod
+    async def stats(self, topic: str) -> dict[str, Any]: ...
+
+    @abstractmethod
+    async def topics(self) -> list[str]: ...
+
+    @abstractmethod
+    async def dead(self, topic: str, limit: int) -> list[JobInfo]: ...
+
+    @abstractmethod
+    async def requeue(self, topic: str, ids: Sequence[str] | None) -> int: ...
+
+    @abstractmethod
+    async def purge(self, topic: str) -> int: ...
+
+    @abstractmethod
+    async def set_paused(self, topic: str, paused: bool) -> None: ...
+
+    @abstractmethod
+    async def events(self, topic: str | None, cursor: str | None, limit: int) -> EventPage: ...
+
+    @abstractmethod
+    async def schedules_put(self, topic: str, name: str, spec: bytes) -> bool: ...
+
+    @abstractmethod
+    async def schedules_list(self, topic: str) -> tuple[int, list[StoredSchedule]]: ...
+
+    @abstractmethod
+    async def schedules_remove(self, topic: str, name: str) -> bool: ...
+
+    @abstractmethod
+    async def schedules_mark(self, topic: str, name: str, at_ms: int) -> None: ...
+
+    @abstractmethod
+    async def close(self) -> None: ...

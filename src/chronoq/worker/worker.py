@@ -20,33 +20,22 @@ import inspect
 import logging
 import signal
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from types import TracebackType
+from collections.abc import Mapping
+from types import MappingProxyType, TracebackType
 from typing import Any
 
 from chronoq.aio.queue import AsyncQueue
 from chronoq.backoff import Backoff
 from chronoq.calls import MAX_COUNT, optional_ttr_ms
 from chronoq.errors import InvalidInput
-from chronoq.job import Reservation, validate_topic
+from chronoq.job import validate_topic
 from chronoq.queue import Queue
 from chronoq.worker.session import Session
+from chronoq.worker.settings import Counts, Handler, Settings
 
 __all__ = ["Worker"]
 
 log = logging.getLogger("chronoq")
-
-Handler = Callable[[Reservation], Any]
-
-
-@dataclass(slots=True)
-class _Counts:
-    acked: int = 0
-    retried: int = 0
-    buried: int = 0
-    released: int = 0
-    lost: int = 0
 
 
 class Worker:
@@ -87,6 +76,7 @@ class Worker:
             isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0
         ):
             raise InvalidInput(f"prefetch must be an integer >= 0, got {prefetch!r}")
+        optional_ttr_ms(ttr)  # checked now, not at the first reserve
         self.queue = queue
         self.handlers = dict(handlers)
         self.concurrency = concurrency
@@ -94,11 +84,23 @@ class Worker:
         self.batch = batch
         self.prefetch = prefetch
         self.ttr = ttr
-        self.ttr_ms = optional_ttr_ms(ttr)
         self.recurring = recurring
-        self._backoff = backoff
-        self._is_async = {t: _is_coroutine_function(h) for t, h in self.handlers.items()}
-        self.counts = _Counts()
+        #: what each run reads (a run never reads the Worker itself)
+        self.settings = Settings(
+            queue=queue,
+            handlers=MappingProxyType(self.handlers),
+            is_async=MappingProxyType(
+                {t: _is_coroutine_function(h) for t, h in self.handlers.items()}
+            ),
+            backoffs=MappingProxyType(_backoffs(backoff, self.handlers)),
+            concurrency=concurrency,
+            grace=float(grace),
+            batch=batch,
+            prefetch=prefetch,
+            ttr=ttr,
+            recurring=recurring,
+        )
+        self.counts = Counts()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested = threading.Event()  # set from any thread, before the loop too
         self._serving = threading.Lock()  # one run at a time: stop() reaches only one
@@ -129,7 +131,7 @@ class Worker:
 
     async def _serve(self, signals: bool) -> None:
         loop = asyncio.get_running_loop()
-        session = Session(self, loop)
+        session = Session(self.settings, self.counts, loop)
         self._loop, self._session = loop, session
         if self._stop_requested.is_set():  # stop() came before the loop was known
             session.request_stop()
@@ -168,12 +170,14 @@ class Worker:
         if self._task is not None:
             await self._task
 
-    def backoff_for(self, topic: str, queue: AsyncQueue) -> Backoff:
-        if isinstance(self._backoff, Backoff):
-            return self._backoff
-        if isinstance(self._backoff, Mapping) and topic in self._backoff:
-            return self._backoff[topic]
-        return queue.backoff
+
+def _backoffs(
+    backoff: Backoff | Mapping[str, Backoff] | None, topics: Mapping[str, Any]
+) -> dict[str, Backoff]:
+    """Each topic's own backoff (a topic left out nacks with the queue's)."""
+    if isinstance(backoff, Backoff):
+        return dict.fromkeys(topics, backoff)
+    return dict(backoff or {})
 
 
 def _check_handlers(handlers: object) -> None:

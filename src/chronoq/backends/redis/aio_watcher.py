@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from chronoq.aio.base import AsyncWatcher
+from chronoq.backends.base import AsyncWatcher
 from chronoq.backends.redis.aio_link import AsyncLink
 from chronoq.backends.redis.core import TimerHolder
 from chronoq.backends.redis.steps import errors
@@ -27,19 +27,19 @@ class AsyncRedisWatcher(AsyncWatcher, TimerHolder):
         link: AsyncLink,
         wake_keys: list[str],
         url: str,
-        release: Callable[[set[int], str], Awaitable[None]],
+        hand_over: Callable[[set[int], str], Awaitable[None]],
     ) -> None:
         TimerHolder.__init__(self)
         self._link = link
         self._keys = wake_keys
         self._url = url
-        self._release = release
+        self._hand_over = hand_over
 
     async def close(self) -> None:
         timers = self.take_timers()
         if timers:
             try:
-                await self._release(timers, self.token)
+                await self._hand_over(timers, self.token)
             except ChronoqError as exc:  # the timer lapses on its own
                 log_lost_timers(timers, exc)
 

@@ -6,7 +6,7 @@ redis.asyncio (aio_backend.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar, cast
 from urllib.parse import urlencode, urlsplit
 
@@ -14,19 +14,16 @@ import redis
 import redis.asyncio
 from redis.connection import URL_QUERY_ARGUMENT_PARSERS
 
-from chronoq.aio.base import AsyncBackend
-from chronoq.backends import StoreURL
-from chronoq.backends.base import Backend, ReserveResult, StoredSchedule, Watcher
-from chronoq.backends.redis import logs, schedules
+from chronoq.backends.base import AsyncBackend, Backend, Watcher
+from chronoq.backends.forwarding import fill_contract
 from chronoq.backends.redis.aio_backend import AsyncRedisBackend
 from chronoq.backends.redis.core import RedisCore
 from chronoq.backends.redis.link import Link
+from chronoq.backends.redis.operations import operation
 from chronoq.backends.redis.steps import REDIS_ERRORS, Pipeline, Steps, translated
 from chronoq.backends.redis.watcher import RedisWatcher
-from chronoq.backoff import Backoff
+from chronoq.backends.url import StoreURL
 from chronoq.errors import InvalidInput
-from chronoq.job import EventPage, JobInfo, JobPage, LogRead, LogShard, NewJob, PutResult
-from chronoq.states import State
 
 __all__ = ["RedisBackend"]
 
@@ -77,7 +74,9 @@ def _driver_url(url: StoreURL, options: dict[str, str]) -> str:
 
 
 class RedisBackend(Backend):
-    """Jobs in Redis 7+, sharded by a stable hash of their id."""
+    """Jobs in Redis 7+, sharded by a stable hash of their id. The methods of
+    the contract not written here run the core's operation of the same name
+    (``fill_contract`` below)."""
 
     def __init__(
         self,
@@ -146,14 +145,16 @@ class RedisBackend(Backend):
             driver_url=driver_url,
         )
 
-    def asyncio_backend(self, *, owned: bool) -> AsyncBackend:
+    def asyncio_backend(self, *, owned: bool) -> AsyncBackend | None:
         """The same store on redis.asyncio (its own connections; the same
         operations, see core.py). A backend made from a client rather than
-        from a URL runs its asyncio calls in threads."""
+        from a URL runs its asyncio calls in threads (None)."""
         if self._driver_url is None:
-            return super().asyncio_backend(owned=owned)
+            return None
         client = redis.asyncio.Redis.from_url(self._driver_url)
-        return AsyncRedisBackend(self._core, client, owner=self if owned else None)
+        return AsyncRedisBackend(  # type: ignore[abstract]  # see fill_contract
+            self._core, client, owner=self if owned else None
+        )
 
     # -- the driver --------------------------------------------------------------------
 
@@ -172,108 +173,28 @@ class RedisBackend(Backend):
         except REDIS_ERRORS as exc:
             raise translated(self.url, exc) from None
 
-    # -- the operations (core.py) ------------------------------------------------------
-
-    def put_many(self, topic: str, jobs: Sequence[NewJob], replace: bool) -> list[PutResult]:
-        return self._drive(self._core.put_many(topic, jobs, replace))
-
-    def reserve(
-        self, topic: str, count: int, ttr_ms: int | None, waiter: Watcher | None = None
-    ) -> ReserveResult:
-        holder = waiter if isinstance(waiter, RedisWatcher) else None
-        return self._drive(self._core.reserve(topic, count, ttr_ms, holder))
-
     def watch(self, topic: str) -> Watcher:
         return RedisWatcher(
             self._client,
             self._link,
             self._core.wake_keys(topic),
             self.url,
-            lambda shards, token: self._drive(self._core.release(topic, shards, token)),
+            lambda shards, token: self._drive(self._core.hand_over(topic, shards, token)),
         )
-
-    def ack_many(self, topic: str, leases: Sequence[tuple[str, str]]) -> list[str]:
-        return self._drive(self._core.ack_many(topic, leases))
-
-    def nack(
-        self,
-        topic: str,
-        job_id: str,
-        lease: str,
-        delay_ms: int | None,
-        error: str | None,
-        backoff: Backoff,
-        jitter: float,
-    ) -> State:
-        return self._drive(self._core.nack(topic, job_id, lease, delay_ms, error, backoff, jitter))
-
-    def release(self, topic: str, job_id: str, lease: str, error: str | None) -> None:
-        self._drive(self._core.give_back(topic, job_id, lease, error))
-
-    def touch(self, topic: str, job_id: str, lease: str, ttr_ms: int | None) -> int:
-        return self._drive(self._core.touch(topic, job_id, lease, ttr_ms))
-
-    def bury(self, topic: str, job_id: str, lease: str, error: str | None) -> None:
-        self._drive(self._core.bury(topic, job_id, lease, error))
-
-    def get(self, topic: str, job_id: str) -> JobInfo | None:
-        return self._drive(self._core.get(topic, job_id))
-
-    def delete(self, topic: str, job_id: str) -> bool:
-        return self._drive(self._core.delete(topic, job_id))
-
-    def reschedule(self, topic: str, job_id: str, delay_ms: int, run_at_ms: int | None) -> bool:
-        return self._drive(self._core.reschedule(topic, job_id, delay_ms, run_at_ms))
-
-    def stats(self, topic: str) -> dict[str, Any]:
-        return self._drive(self._core.stats(topic))
-
-    def topics(self) -> list[str]:
-        return self._drive(self._core.topics())
-
-    def dead(self, topic: str, limit: int) -> list[JobInfo]:
-        return self._drive(self._core.dead(topic, limit))
-
-    def requeue(self, topic: str, ids: Sequence[str] | None) -> int:
-        return self._drive(self._core.requeue(topic, ids))
-
-    def purge(self, topic: str) -> int:
-        return self._drive(self._core.purge(topic))
-
-    def set_paused(self, topic: str, paused: bool) -> None:
-        self._drive(self._core.set_paused(topic, paused))
-
-    def events(self, topic: str | None, cursor: str | None, limit: int) -> EventPage:
-        return self._drive(self._core.events(topic, cursor, limit))
-
-    # -- reading in bulk (logs.py) ------------------------------------------------------
-
-    def jobs(self, topic: str, shard: int, cursor: str | None, limit: int) -> JobPage:
-        return self._drive(logs.jobs_page(self._core, topic, shard, cursor, limit))
-
-    def log_shards(self, topic: str | None) -> list[LogShard]:
-        return self._drive(logs.log_shards(self._core, topic))
-
-    def log_read(self, shard: LogShard, after: int, limit: int) -> LogRead:
-        return self._drive(logs.log_read(self._core, shard, after, limit))
-
-    def log_trim(self, shard: LogShard, upto: int) -> None:
-        self._drive(logs.log_trim(self._core, shard, upto))
-
-    # -- recurring schedules (schedules.py) --------------------------------------------
-
-    def schedules_put(self, topic: str, name: str, spec: bytes) -> bool:
-        return self._drive(schedules.schedules_put(self._core, topic, name, spec))
-
-    def schedules_list(self, topic: str) -> tuple[int, list[StoredSchedule]]:
-        return self._drive(schedules.schedules_list(self._core, topic))
-
-    def schedules_remove(self, topic: str, name: str) -> bool:
-        return self._drive(schedules.schedules_remove(self._core, topic, name))
-
-    def schedules_mark(self, topic: str, name: str, at_ms: int) -> None:
-        self._drive(schedules.schedules_mark(self._core, topic, name, at_ms))
 
     def close(self) -> None:
         self._link.close()
         self._client.close()
+
+
+def _driven(name: str) -> Callable[..., Any]:
+    op = operation(name)
+
+    def method(self: RedisBackend, *args: Any) -> Any:
+        return self._drive(op(self._core, *args))
+
+    return method
+
+
+# every other operation: the core's, driven on blocking connections
+fill_contract(RedisBackend, _driven)

@@ -1,4 +1,4 @@
-"""The packed job record of the Redis backend (see lua/prelude.lua) and its
+"""The packed job record of the Redis backend (see lua/lib/2_record.lua) and its
 conversion to chronoq values."""
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ def _i6(raw: bytes) -> int:
 
 
 def _record(raw: bytes) -> dict[str, Any]:
-    """Mirrors unpack_job in lua/prelude.lua."""
+    """Mirrors unpack_job in lua/lib/2_record.lua (tests/redis/test_lua_codec.py
+    keeps the two in step)."""
     state_flags, due, priority, created, _ = _HEAD.unpack_from(raw)
     state, flags = divmod(state_flags, 32)
     r: dict[str, Any] = {
@@ -80,7 +81,8 @@ def _record(raw: bytes) -> dict[str, Any]:
     fields = [(F_TTR, "ttr", 6), (F_MAX, "max", 4), (F_ATT, "attempts", 4), (F_UF, "unique_for", 6)]
     for flag, name, size in fields:
         if flags & flag:
-            r[name] = int.from_bytes(raw[pos : pos + size], "big", signed=size == 6)
+            # ttr is unsigned (I6 in Lua), unique_for signed (i6)
+            r[name] = int.from_bytes(raw[pos : pos + size], "big", signed=name == "unique_for")
             pos += size
     if state != PENDING:
         r["at"] = _i6(raw[pos : pos + 6])
@@ -205,7 +207,7 @@ def info_from_record(topic: str, job_id: str, raw: bytes, now: int) -> JobInfo |
     )
 
 
-# The packed events of one stream entry (see lua/prelude.lua, emit)
+# The packed events of one stream entry (see lua/lib/3_events.lua, emit_event)
 EVENT_KINDS = (
     None,
     EventKind.PUT,

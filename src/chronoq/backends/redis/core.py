@@ -29,7 +29,7 @@ from chronoq.backends.redis.scripts import Scripts
 from chronoq.backends.redis.steps import Command, Pipeline, Steps
 from chronoq.backoff import Backoff
 from chronoq.errors import DurabilityError, InvalidInput, LeaseLost
-from chronoq.job import Event, EventPage, JobInfo, NewJob, PutResult, Reservation
+from chronoq.job import Event, EventPage, JobInfo, JobLease, NewJob, PutResult, Reservation
 from chronoq.states import State
 
 __all__ = ["RedisCore", "TimerHolder"]
@@ -171,9 +171,10 @@ class RedisCore:
     # -- consuming -------------------------------------------------------------------------
 
     def reserve(
-        self, topic: str, count: int, ttr_ms: int | None, holder: TimerHolder | None
+        self, topic: str, count: int, ttr_ms: int | None, waiter: object = None
     ) -> Steps[ReserveResult]:
-        """``holder``: the waiter's watcher; the script may hand it a shard's timer."""
+        """``waiter``: the caller's watcher; the script may hand it a shard's timer."""
+        holder = waiter if isinstance(waiter, TimerHolder) else None
         token = holder.token if holder is not None else ""
         jobs: list[Reservation] = []
         wake: float | None = None
@@ -203,23 +204,27 @@ class RedisCore:
                 break
         return ReserveResult(jobs, None if jobs else wake)
 
-    def release(self, topic: str, shards: set[int], token: str) -> Steps[None]:
-        """Hand on the timers a waiter held (it stops waiting)."""
-        yield from self._run_many("release", topic, [(shard, [token]) for shard in sorted(shards)])
+    def hand_over(self, topic: str, shards: set[int], token: str) -> Steps[None]:
+        """Hand on the timers a waiter held (it stops waiting: lua/handover.lua)."""
+        yield from self._run_many("handover", topic, [(shard, [token]) for shard in sorted(shards)])
 
-    def ack_many(self, topic: str, leases: Sequence[tuple[str, str]]) -> Steps[list[str]]:
+    # -- the lease calls ----------------------------------------------------------------------
+
+    def ack_many(self, leases: Sequence[JobLease]) -> Steps[list[str]]:
         lost: list[str] = []
-        for shard, indexes in self._by_shard([job_id for job_id, _ in leases]).items():
-            args = [v for i in indexes for v in (id_key(leases[i][0]), leases[i][1])]
-            reply = yield from self._run("ack", topic, shard, *args)
-            lost += [key_id(job_id) for job_id in reply]
+        by_topic: dict[str, list[JobLease]] = {}
+        for lease in leases:
+            by_topic.setdefault(lease.topic, []).append(lease)
+        for topic, held in by_topic.items():
+            for shard, indexes in self._by_shard([lease.id for lease in held]).items():
+                args = [v for i in indexes for v in (id_key(held[i].id), held[i].token)]
+                reply = yield from self._run("ack", topic, shard, *args)
+                lost += [key_id(job_id) for job_id in reply]
         return lost
 
     def nack(
         self,
-        topic: str,
-        job_id: str,
-        lease: str,
+        lease: JobLease,
         delay_ms: int | None,
         error: str | None,
         backoff: Backoff,
@@ -227,39 +232,28 @@ class RedisCore:
     ) -> Steps[State]:
         delay = -1 if delay_ms is None else delay_ms
         curve = (round(backoff.base * 1000), backoff.factor, round(backoff.cap * 1000), jitter)
-        reply = yield from self._nack(topic, job_id, lease, delay, error, *curve, "0")
+        reply = yield from self._leased("nack", lease, delay, error or "", *curve, "0")
         return State(reply.decode())
 
-    def give_back(self, topic: str, job_id: str, lease: str, error: str | None) -> Steps[None]:
-        """Backend.release: the nack script with its release flag (no delay, no backoff)."""
-        yield from self._nack(topic, job_id, lease, 0, error, 0, 1, 0, 0, "1")
+    def release(self, lease: JobLease, error: str | None) -> Steps[None]:
+        """The nack script with its release flag (no delay, no backoff)."""
+        yield from self._leased("nack", lease, 0, error or "", 0, 1, 0, 0, "1")
 
-    def _nack(
-        self, topic: str, job_id: str, lease: str, delay: int, error: str | None, *rest: Any
-    ) -> Steps[Any]:
-        """The nack script (lua/nack.lua); raises ``LeaseLost`` when the lease is not live."""
+    def touch(self, lease: JobLease, ttr_ms: int | None) -> Steps[int]:
+        return int((yield from self._leased("touch", lease, ttr_ms or 0)))
+
+    def bury(self, lease: JobLease, error: str | None) -> Steps[None]:
+        yield from self._leased("bury", lease, error or "")
+
+    def _leased(self, name: str, lease: JobLease, *args: Any) -> Steps[Any]:
+        """A script on one leased job (its id and token first); raises
+        ``LeaseLost`` when the lease is not live (the script returned nil)."""
+        topic, job_id, token = lease
         shard = shard_of(job_id, self.shards)
-        reply = yield from self._run(
-            "nack", topic, shard, id_key(job_id), lease, delay, error or "", *rest
-        )
+        reply = yield from self._run(name, topic, shard, id_key(job_id), token, *args)
         if reply is None:
             raise LeaseLost(topic, job_id)
         return reply
-
-    def touch(self, topic: str, job_id: str, lease: str, ttr_ms: int | None) -> Steps[int]:
-        reply = yield from self._run(
-            "touch", topic, shard_of(job_id, self.shards), id_key(job_id), lease, ttr_ms or 0
-        )
-        if reply is None:
-            raise LeaseLost(topic, job_id)
-        return int(reply)
-
-    def bury(self, topic: str, job_id: str, lease: str, error: str | None) -> Steps[None]:
-        reply = yield from self._run(
-            "bury", topic, shard_of(job_id, self.shards), id_key(job_id), lease, error or ""
-        )
-        if reply is None:
-            raise LeaseLost(topic, job_id)
 
     # -- by id ------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ import zlib
 
 __all__ = ["PARTS", "logs_key", "shard_keys", "shard_of", "topics_key"]
 
-#: the order of KEYS in every script (see lua/prelude.lua)
+#: the order of KEYS in every script (see lua/lib/1_keys.lua)
 PARTS = (
     "jobs",
     "delayed",

@@ -1,6 +1,6 @@
 """Reading the Redis store in bulk: the event log of each topic and shard (a
 stream whose entries are named by the seq of their last event, see
-lua/prelude.lua, flush_events) for export and the Spark pipeline, and a
+lua/lib/3_events.lua, flush_events) for export and the Spark pipeline, and a
 shard's jobs page by page. Written once, without I/O, as core.py is."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from chronoq.backends.redis.steps import Pipeline, Steps
 from chronoq.errors import InvalidInput
 from chronoq.job import JobPage, LogRead, LogShard
 
-__all__ = ["jobs_page", "log_read", "log_shards", "log_trim"]
+__all__ = ["jobs", "log_read", "log_shards", "log_trim"]
 
 _EVENTS_PER_ENTRY = 64  # a guess for XRANGE's COUNT: entries pack 22-4,000 bytes of events
 
@@ -94,9 +94,7 @@ def log_trim(core: RedisCore, shard: LogShard, upto: int) -> Steps[None]:
     _raised([reply])
 
 
-def jobs_page(
-    core: RedisCore, topic: str, shard: int, cursor: str | None, limit: int
-) -> Steps[JobPage]:
+def jobs(core: RedisCore, topic: str, shard: int, cursor: str | None, limit: int) -> Steps[JobPage]:
     """One HSCAN of the shard's job records, read at the server's time."""
     if not 0 <= shard < core.shards:
         raise InvalidInput(f"{core.url}: shard {shard} is not one of 0..{core.shards - 1}")

@@ -1,6 +1,7 @@
 """The Lua transitions as one Redis function library (``FUNCTION LOAD``),
-called with ``FCALL``: the shared prelude is defined once at load, not on every
-call (as it was with ``EVALSHA``: 11 of a ``get``'s 20 µs on the server). A
+called with ``FCALL``: the shared part (``lua/lib/``, in the order of
+``LIB_FILES``) is defined once at load, not on every call (as it was with
+``EVALSHA``: 11 of a ``get``'s 20 µs on the server). A
 missing library (Redis restarted without persistence, ``FUNCTION FLUSH``) is
 loaded again and the calls that found it missing are retried. No I/O here:
 ``run`` yields its round trips (steps.py) for a driver to make."""
@@ -10,38 +11,51 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from importlib.resources import files
+from importlib.resources.abc import Traversable
 from typing import Any
 
 from redis.exceptions import ResponseError
 
 from chronoq.backends.redis.steps import Pipeline, Steps
 
-__all__ = ["SCRIPT_NAMES", "Scripts"]
+__all__ = ["LIB_FILES", "SCRIPT_NAMES", "Scripts", "lib_source"]
 
-SCRIPT_NAMES = (
-    "put",
-    "reserve",
-    "ack",
-    "nack",
-    "touch",
-    "bury",
-    "delete",
-    "reschedule",
-    "requeue",
-    "purge",
-    "pause",
-    "get",
-    "stats",
-    "dead",
-    "release",
+#: The shared part of the library, by concept, in this order: Lua locals are
+#: lexically scoped, so a file uses only what the files before it define (each
+#: file's header says what it uses and which Python code is its twin).
+LIB_FILES = (
+    "1_keys.lua",  # the call: KEYS layout, arguments, clock, begin_call
+    "2_record.lua",  # the record codec (codec._record, leased_fields)
+    "3_events.lua",  # packed events, flushed to the stream (codec.decode_entry)
+    "4_batched.lua",  # batched writes: call_chunked, zadd_many, wake
+    "5_jobs.lua",  # every access to the jobs hash
+    "6_transitions.lua",  # moves shared by several functions
+    "7_timer.lua",  # the reserve path's upkeep and the shard's timer
 )
+
+
+def _lua() -> Traversable:
+    return files("chronoq.backends.redis").joinpath("lua")
+
+
+#: one function per transition: each ``lua/<name>.lua`` file (a new file is a
+#: new function; its header states KEYS, ARGV, the reply and the events)
+SCRIPT_NAMES = tuple(
+    sorted(entry.name[:-4] for entry in _lua().iterdir() if entry.name.endswith(".lua"))
+)
+
+
+def lib_source() -> str:
+    """The shared Lua definitions: ``lua/lib/`` joined in ``LIB_FILES`` order."""
+    lib = _lua().joinpath("lib")
+    return "\n".join(lib.joinpath(name).read_text() for name in LIB_FILES)
 
 
 def _library() -> tuple[str, str]:
     """The library's name (it carries a hash of its code, so that processes
     running different chronoq versions do not replace each other's) and source."""
-    lua = files("chronoq.backends.redis").joinpath("lua")
-    code = lua.joinpath("prelude.lua").read_text() + "".join(
+    lua = _lua()
+    code = lib_source() + "".join(
         f"\nredis.register_function('@_{name}', function(keys, args)\n"
         "  begin_call(keys, args)\n"
         "  local reply = (function()\n"

@@ -51,20 +51,20 @@ class RedisWatcher(Watcher, TimerHolder):
         link: Link,
         wake_keys: list[str],
         url: str,
-        release: Callable[[set[int], str], None],
+        hand_over: Callable[[set[int], str], None],
     ) -> None:
         TimerHolder.__init__(self)
         self._client = client
         self._link = link  # this thread's connection, for CLIENT UNBLOCK
         self._keys = wake_keys
         self._url = url
-        self._release = release
+        self._hand_over = hand_over
 
     def close(self) -> None:
         timers = self.take_timers()
         if timers:
             try:
-                self._release(timers, self.token)
+                self._hand_over(timers, self.token)
             except ChronoqError as exc:  # the timer lapses on its own
                 log_lost_timers(timers, exc)
 

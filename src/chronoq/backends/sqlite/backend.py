@@ -9,20 +9,19 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from chronoq.backends import StoreURL
 from chronoq.backends.base import Backend, ReserveResult, Watcher
-from chronoq.backends.sqlite.eventlog import EventLog, EventRow, remember
+from chronoq.backends.sqlite.eventlog import EventLog, remember
+from chronoq.backends.sqlite.leases import SQLiteLeases
 from chronoq.backends.sqlite.logs import SQLiteBulkReads
 from chronoq.backends.sqlite.reads import dead_jobs, event_page, job_info, topic_stats
 from chronoq.backends.sqlite.reserving import expire_leases, lease_ready, next_change_in
-from chronoq.backends.sqlite.rows import DELAYED, READY, RESERVED, now_ms
+from chronoq.backends.sqlite.rows import DELAYED, IN_CHUNK, READY, RESERVED, now_ms
 from chronoq.backends.sqlite.schedules import SQLiteSchedules
 from chronoq.backends.sqlite.signals import SQLiteWatcher, signals_for
 from chronoq.backends.sqlite.store import Store
-from chronoq.backoff import Backoff
-from chronoq.errors import InvalidInput, LeaseLost
+from chronoq.backends.url import StoreURL
+from chronoq.errors import InvalidInput
 from chronoq.job import EventPage, JobInfo, NewJob, PutResult
-from chronoq.states import State
 
 __all__ = ["SQLiteBackend"]
 
@@ -34,15 +33,10 @@ _PUT_EVENTS_SQL = (
     "INSERT INTO events (ts_ms, topic, id, event, attempt, due_at, priority) "
     "SELECT ?, topic, id, 'put', 0, due_at, priority FROM jobs WHERE rowid > ? ORDER BY rowid"
 )
-_LEASED_SQL = (
-    "SELECT rowid, attempts, max_attempts, due_at, priority, ttr_ms, unique_for_ms FROM jobs "
-    "WHERE topic = ? AND id = ? AND state = 2 AND lease = ? AND at > ?"
-)
-_IN_CHUNK = 500  # ids per IN (...) list, well under SQLite's variable limit
 _EXPIRE_BATCH = 1000  # leases reclaimed per reserve call: keeps every call bounded
 
 
-class SQLiteBackend(SQLiteSchedules, SQLiteBulkReads, Backend):
+class SQLiteBackend(SQLiteLeases, SQLiteSchedules, SQLiteBulkReads, Backend):
     """Jobs in one SQLite file (WAL), safe for many threads and processes."""
 
     def __init__(
@@ -142,8 +136,8 @@ class SQLiteBackend(SQLiteSchedules, SQLiteBulkReads, Backend):
         """id -> (state, due_at) of live jobs and remembered ids (state -1)."""
         known: dict[str, tuple[int, int]] = {}
         unique = list(dict.fromkeys(ids))
-        for start in range(0, len(unique), _IN_CHUNK):
-            chunk = unique[start : start + _IN_CHUNK]
+        for start in range(0, len(unique), IN_CHUNK):
+            chunk = unique[start : start + IN_CHUNK]
             marks = ",".join("?" * len(chunk))
             for job_id, until, due in db.execute(
                 f"SELECT id, until_ms, due_at FROM remembered WHERE topic = ? AND id IN ({marks})",
@@ -178,139 +172,6 @@ class SQLiteBackend(SQLiteSchedules, SQLiteBulkReads, Backend):
 
     def watch(self, topic: str) -> Watcher:
         return SQLiteWatcher(self._signals, topic, self._store.data_version)
-
-    # -- lease calls -------------------------------------------------------------
-
-    def _leased(
-        self, db: sqlite3.Connection, topic: str, job_id: str, lease: str, now: int
-    ) -> tuple[int, int, int, int, int, int, int]:
-        row = db.execute(_LEASED_SQL, (topic, job_id, lease, now)).fetchone()
-        if row is None:
-            raise LeaseLost(topic, job_id)
-        return row  # type: ignore[no-any-return]
-
-    def ack_many(self, topic: str, leases: Sequence[tuple[str, str]]) -> list[str]:
-        lost: list[str] = []
-        with self._store.write() as db:
-            now = now_ms()
-            held = self._reserved(db, topic, [job_id for job_id, _ in leases])
-            gone: list[tuple[int]] = []
-            events: list[EventRow] = []
-            for job_id, lease in leases:
-                row = held.get(job_id)
-                if row is None or row[1] != lease or row[2] <= now:
-                    lost.append(job_id)
-                    continue
-                del held[job_id]  # the same lease twice in one call: the second is lost
-                rowid, _, _, attempts, due_at, priority, unique_for_ms = row
-                gone.append((rowid,))
-                remember(db, topic, job_id, unique_for_ms, due_at, now)
-                events.append((now, topic, job_id, "ack", attempts, due_at, priority, None, None))
-            db.executemany("DELETE FROM jobs WHERE rowid = ?", gone)
-            self._log.append(db, events)
-        return lost
-
-    def _reserved(
-        self, db: sqlite3.Connection, topic: str, ids: list[str]
-    ) -> dict[str, tuple[int, str, int, int, int, int, int]]:
-        """id -> (rowid, lease, deadline, attempts, due_at, priority, unique_for_ms)."""
-        held = {}
-        unique = list(dict.fromkeys(ids))
-        for start in range(0, len(unique), _IN_CHUNK):
-            chunk = unique[start : start + _IN_CHUNK]
-            for job_id, *row in db.execute(
-                "SELECT id, rowid, lease, at, attempts, due_at, priority, unique_for_ms "
-                f"FROM jobs WHERE topic = ? AND id IN ({','.join('?' * len(chunk))}) "
-                "AND state = 2",
-                (topic, *chunk),
-            ):
-                held[job_id] = tuple(row)
-        return held
-
-    def nack(
-        self,
-        topic: str,
-        job_id: str,
-        lease: str,
-        delay_ms: int | None,
-        error: str | None,
-        backoff: Backoff,
-        jitter: float,
-    ) -> State:
-        with self._store.write() as db:
-            now = now_ms()
-            rowid, attempts, max_attempts, due_at, priority, _, _ = self._leased(
-                db, topic, job_id, lease, now
-            )
-            if attempts >= max_attempts:
-                self._kill(db, topic, job_id, rowid, now, "dead", attempts, due_at, priority, error)
-                return State.DEAD
-            delay = backoff.delay_ms(attempts, jitter) if delay_ms is None else delay_ms
-            due = now + delay
-            state = DELAYED if delay > 0 else READY
-            db.execute(
-                "UPDATE jobs SET state = ?, at = ?, due_at = ?, lease = NULL, "
-                "last_error = coalesce(?, last_error) WHERE rowid = ?",
-                (state, due, due, error, rowid),
-            )
-            self._log.append(
-                db, [(now, topic, job_id, "nack", attempts, due, priority, None, error)]
-            )
-        self._signals.notify(topic)
-        return State.DELAYED if state == DELAYED else State.READY
-
-    def release(self, topic: str, job_id: str, lease: str, error: str | None) -> None:
-        with self._store.write() as db:
-            now = now_ms()
-            rowid, attempts, _, _, priority, _, _ = self._leased(db, topic, job_id, lease, now)
-            db.execute(
-                "UPDATE jobs SET state = ?, at = ?, due_at = ?, lease = NULL, "
-                "last_error = coalesce(?, last_error) WHERE rowid = ?",
-                (READY, now, now, error, rowid),
-            )
-            self._log.append(
-                db, [(now, topic, job_id, "nack", attempts, now, priority, None, error)]
-            )
-        self._signals.notify(topic)
-
-    def touch(self, topic: str, job_id: str, lease: str, ttr_ms: int | None) -> int:
-        with self._store.write() as db:
-            now = now_ms()
-            rowid, attempts, _, due_at, priority, ttr, _ = self._leased(
-                db, topic, job_id, lease, now
-            )
-            deadline = now + (ttr_ms or ttr)
-            db.execute("UPDATE jobs SET at = ? WHERE rowid = ?", (deadline, rowid))
-            self._log.append(
-                db, [(now, topic, job_id, "touch", attempts, due_at, priority, None, None)]
-            )
-        return deadline
-
-    def bury(self, topic: str, job_id: str, lease: str, error: str | None) -> None:
-        with self._store.write() as db:
-            now = now_ms()
-            rowid, attempts, _, due_at, priority, _, _ = self._leased(db, topic, job_id, lease, now)
-            self._kill(db, topic, job_id, rowid, now, "bury", attempts, due_at, priority, error)
-
-    def _kill(
-        self,
-        db: sqlite3.Connection,
-        topic: str,
-        job_id: str,
-        rowid: int,
-        now: int,
-        kind: str,
-        attempts: int,
-        due_at: int,
-        priority: int,
-        error: str | None,
-    ) -> None:
-        db.execute(
-            "UPDATE jobs SET state = 3, at = ?, lease = NULL, last_error = coalesce(?, last_error) "
-            "WHERE rowid = ?",
-            (now, error, rowid),
-        )
-        self._log.append(db, [(now, topic, job_id, kind, attempts, due_at, priority, None, error)])
 
     # -- by id -------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ __all__ = [
     "DELAYED",
     "EVENT_COLUMNS",
     "INFO_COLUMNS",
+    "IN_CHUNK",
     "READY",
     "RESERVED",
     "event_from_row",
@@ -21,6 +22,7 @@ __all__ = [
 ]
 
 DELAYED, READY, RESERVED, DEAD = 0, 1, 2, 3
+IN_CHUNK = 500  # ids per IN (...) list, well under SQLite's variable limit
 
 INFO_COLUMNS = (
     "topic, id, state, at, due_at, priority, payload, ttr_ms, max_attempts, attempts, "

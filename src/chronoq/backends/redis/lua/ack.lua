@@ -1,5 +1,5 @@
 -- ack: finish reserved jobs; they are gone (kept as remembered ids for unique_for).
--- KEYS: the shard keys (see prelude).
+-- KEYS: the shard keys (see lib/1_keys.lua).
 -- ARGV: [1] event cap, then pairs: id, lease
 -- Returns: the ids whose lease was lost (expired, reserved again, or gone).
 -- Events: ack, for each job acked.

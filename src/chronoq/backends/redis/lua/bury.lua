@@ -1,5 +1,5 @@
 -- bury: move a reserved job to dead.
--- KEYS: the shard keys (see prelude).
+-- KEYS: the shard keys (see lib/1_keys.lua).
 -- ARGV: [1] event cap, [2] id, [3] lease, [4] error ('' for none)
 -- Returns: 1, or false when the lease was lost.
 -- Events: bury.

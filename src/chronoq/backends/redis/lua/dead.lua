@@ -1,5 +1,5 @@
 -- dead: the oldest dead jobs of the shard, after the same upkeep as reserve.
--- KEYS: the shard keys (see prelude).
+-- KEYS: the shard keys (see lib/1_keys.lua).
 -- ARGV: [1] event cap, [2] limit
 -- Returns: {now, then pairs: id, record}.
 -- Events: expire / dead for leases reclaimed by the upkeep.

@@ -1,5 +1,5 @@
 -- delete: remove a job in any state.
--- KEYS: the shard keys (see prelude).
+-- KEYS: the shard keys (see lib/1_keys.lua).
 -- ARGV: [1] event cap, [2] id
 -- Returns: 1 when the job existed, else 0.
 -- Events: delete.

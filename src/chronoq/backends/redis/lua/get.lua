@@ -1,5 +1,5 @@
 -- get: a job's record as a reader sees it now (no write).
--- KEYS: the shard keys (see prelude).
+-- KEYS: the shard keys (see lib/1_keys.lua).
 -- ARGV: [1] event cap, [2] id
 -- Returns: {now, record} or false when there is no such job.
 -- Events: none.

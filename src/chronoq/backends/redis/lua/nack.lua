@@ -1,5 +1,5 @@
 -- nack: give a reserved job back to run later, or to dead when attempts are used up.
--- KEYS: the shard keys (see prelude).
+-- KEYS: the shard keys (see lib/1_keys.lua).
 -- ARGV: [1] event cap, [2] id, [3] lease, [4] delay_ms (-1: backoff), [5] error,
 --   [6] backoff base ms, [7] backoff factor, [8] backoff cap ms, [9] jitter in [0, 1),
 --   [10] '1' to release: the consumer gives the job back without having run it to

@@ -1,5 +1,5 @@
 -- pause: set or clear the paused flag of the shard.
--- KEYS: the shard keys (see prelude).
+-- KEYS: the shard keys (see lib/1_keys.lua).
 -- ARGV: [1] event cap, [2] 1 to pause, 0 to resume
 -- Returns: 1.
 -- Events: none (pausing moves no job).

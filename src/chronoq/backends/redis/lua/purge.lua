@@ -1,5 +1,5 @@
 -- purge: delete up to about `limit` jobs of the shard; call again until it returns -1.
--- KEYS: the shard keys (see prelude).
+-- KEYS: the shard keys (see lib/1_keys.lua).
 -- ARGV: [1] event cap, [2] limit
 -- Returns: how many jobs this call deleted (remembered ids are dropped too and not
 --   counted), or -1 once the shard holds nothing.

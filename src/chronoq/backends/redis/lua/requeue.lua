@@ -1,5 +1,5 @@
 -- requeue: dead jobs back to ready now, attempts reset to 0.
--- KEYS: the shard keys (see prelude).
+-- KEYS: the shard keys (see lib/1_keys.lua).
 -- ARGV: [1] event cap, [2] limit (when no ids are given), then the ids (none: the oldest dead)
 -- Returns: how many jobs moved.
 -- Events: requeue, for each.

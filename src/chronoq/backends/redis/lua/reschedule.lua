@@ -1,5 +1,5 @@
 -- reschedule: a new due time for a delayed or ready job.
--- KEYS: the shard keys (see prelude).
+-- KEYS: the shard keys (see lib/1_keys.lua).
 -- ARGV: [1] event cap, [2] id, [3] delay_ms, [4] run_at_ms (-1: none)
 -- Returns: 1 when moved, 0 when the job is absent, reserved or dead.
 -- Events: reschedule.

@@ -1,6 +1,6 @@
 -- reserve: reclaim expired leases, promote due jobs, lease the best `count` ready jobs
 -- (priority, then due time, then put order). DESIGN §1 "reserve", §6.
--- KEYS: the shard keys (see prelude).
+-- KEYS: the shard keys (see lib/1_keys.lua).
 -- ARGV: [1] event cap, [2] count, [3] ttr_ms (0: each job's own), [4] lease token
 --   (random, fresh for each call), [5] waiter token ('' when the caller will not wait)
 -- Returns: {wake_in_us, timer, lease token, then 2 values per job: id, its record
@@ -58,7 +58,7 @@ end
 if n > 0 then
   jobs_put(records)
   zadd_many(K_LEASED, leased)
-  if waiter ~= '' then give_up_timer(waiter) end -- busy with jobs: another waiter times the next
+  if waiter ~= '' then hand_over_timer(waiter) end -- busy with jobs: another waiter times the next
   -- more is ready: pass the baton to one more waiting consumer
   if redis.call('ZCARD', K_READY) > 0 then wake(1) end
   return out

@@ -1,5 +1,5 @@
 -- stats: counts by state of the shard, after the same upkeep as reserve.
--- KEYS: the shard keys (see prelude).
+-- KEYS: the shard keys (see lib/1_keys.lua).
 -- ARGV: [1] event cap
 -- Returns: {delayed, ready, reserved, dead, paused (1/0), next_due_at (-1: none)}.
 -- Events: expire / dead for leases reclaimed by the upkeep.

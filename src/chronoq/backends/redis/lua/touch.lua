@@ -1,5 +1,5 @@
 -- touch: push the lease deadline of a reserved job to now + ttr.
--- KEYS: the shard keys (see prelude).
+-- KEYS: the shard keys (see lib/1_keys.lua).
 -- ARGV: [1] event cap, [2] id, [3] lease, [4] ttr_ms (0: the job's own)
 -- Returns: the new deadline (ms), or false when the lease was lost.
 -- Events: touch.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import threading
 import time
 import traceback
 from collections import Counter
@@ -19,7 +20,7 @@ import chronoq
 import chronoq.aio
 from chronoq import Job
 from chronoq.backends.redis.aio_backend import AsyncRedisBackend
-from chronoq.errors import BackendUnavailable, DurabilityError
+from chronoq.errors import BackendUnavailable, ChronoqError, DurabilityError
 
 from ..children import Child
 from ..redis_server import RedisServer
@@ -402,3 +403,40 @@ def test_replicas_through_the_async_api(
             assert await q.get("t", "after") is not None  # reads need no replica
 
     run(main)
+
+
+@pytest.mark.timeout(30)
+def test_an_async_queue_is_bound_to_the_event_loop_it_is_first_used_on(
+    server: RedisServer,
+) -> None:
+    q = chronoq.aio.connect(server.url)  # made outside any loop: bound at its first call
+    other = asyncio.new_event_loop()
+    thread = threading.Thread(target=other.run_forever, daemon=True)
+    thread.start()
+
+    def on_other(coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, other).result(10)
+
+    async def elsewhere() -> None:
+        for call in (
+            q.put("t", 2, id="b"),
+            q.reserve("t", wait=0.1),
+            q.recurring_list("t"),
+        ):
+            with pytest.raises(ChronoqError, match="another event loop"):
+                await asyncio.wait_for(call, 5)
+
+    async def again() -> None:
+        async with q:
+            assert (await q.put("t", 3, id="c")).created
+
+    try:
+        assert on_other(q.put("t", 1, id="a")).created
+        asyncio.run(elsewhere())  # a clear error, not a RuntimeError or a hang
+        assert on_other(q.get("t", "b")) is None
+        on_other(q.close())
+        asyncio.run(again())  # closed, it holds no connection: a new loop may use it
+    finally:
+        other.call_soon_threadsafe(other.stop)
+        thread.join(5)
+        other.close()

@@ -1,0 +1,59 @@
+-- lib/1_keys.lua: the call. The shared part of the `chronoq_<hash>` function
+-- library is lib/*.lua, joined in the order of scripts.LIB_FILES (1_keys,
+-- 2_record, 3_events, 4_batched, 5_jobs, 6_transitions, 7_timer): Lua locals
+-- are lexically scoped, so each file uses only what the files before it define.
+-- scripts.py then makes each transition's file (lua/<name>.lua) the body of one
+-- function (FCALL chronoq_<hash>_<name>); the library is loaded once (FUNCTION
+-- LOAD), so these definitions are not re-run per call.
+--
+-- This file: the keys, arguments, clock and event buffer of the current call.
+-- Defines: K_JOBS .. K_TIMER, ARGV, EVENT_CAP, NOW, NOW_US, EVENTS (declared
+--   here so that begin_call can empty it; filled by 3_events), now_ms, begin_call.
+-- Uses: nothing earlier.
+-- Python twin: keys.PARTS (keys.py) is the KEYS order below.
+--
+-- Every function receives the same KEYS, all under one {topic:shard} hash tag:
+--   1 jobs     HASH    id -> packed job record
+--   2 delayed  ZSET    id, scored by due_at (ms)
+--   3 ready    ZSET    seq(6) id, scored by (1000 - priority) * 2^41 + (due_at - EPOCH)
+--   4 leased   ZSET    id, scored by lease deadline (ms)
+--   5 dead     ZSET    id, scored by time of death (ms)
+--   6 forget   ZSET    id, scored by the end of its unique_for (remembered ids)
+--   7 events   STREAM  the event log of the shard (DESIGN §7)
+--   8 wake     LIST    tokens for consumers blocked in BLPOP
+--   9 paused   STRING  exists while the topic is paused
+--  10 seq      STRING  put-order counter
+--  11 evseq    STRING  how many events the shard has appended: the last event's seq
+--  12 timer    STRING  "<due ms>:<waiter>": the one waiting consumer that times the
+--                      shard's next change (reserve.lua); lapses TIMER_LEASE ms after it
+-- ARGV[1] of every function is the approximate cap of the event log (in events);
+-- its own arguments start at ARGV[2].
+-- Times come from the server's clock (TIME), never from the client.
+-- Each function starts with begin_call and, however its body returns, appends
+-- the events the body emitted to the stream (flush_events, 3_events).
+
+-- set for each call by begin_call (the library is loaded once, called many times)
+local K_JOBS, K_DELAYED, K_READY, K_LEASED, K_DEAD
+local K_FORGET, K_EVENTS, K_WAKE, K_PAUSED, K_SEQ
+local K_EVSEQ, K_TIMER
+local ARGV, EVENT_CAP
+local EVENTS -- the packed events of this call (3_events: emit_event, flush_events)
+
+local NOW -- set by now_ms(): every event of one script carries the same time
+local NOW_US -- the same instant in µs, for timing a wait to less than a ms
+
+local function now_ms()
+  local t = redis.call('TIME')
+  NOW_US = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  NOW = math.floor(NOW_US / 1000)
+  return NOW
+end
+
+-- Called first by every function: this call's keys and arguments, no events yet.
+local function begin_call(keys, args)
+  K_JOBS, K_DELAYED, K_READY, K_LEASED, K_DEAD = keys[1], keys[2], keys[3], keys[4], keys[5]
+  K_FORGET, K_EVENTS, K_WAKE, K_PAUSED, K_SEQ = keys[6], keys[7], keys[8], keys[9], keys[10]
+  K_EVSEQ, K_TIMER = keys[11], keys[12]
+  ARGV, EVENT_CAP = args, args[1]
+  EVENTS, NOW, NOW_US = {}, nil, nil
+end

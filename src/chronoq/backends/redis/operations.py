@@ -1,0 +1,26 @@
+"""Where the two Redis drivers find each operation of the Backend contract:
+written once, without I/O, as a method of ``RedisCore`` (core.py) or a
+function of logs.py or schedules.py, each taking the core first and yielding
+its round trips (steps.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from chronoq.backends.redis import logs, schedules
+from chronoq.backends.redis.core import RedisCore
+from chronoq.backends.redis.steps import Steps
+
+__all__ = ["operation"]
+
+
+def operation(name: str) -> Callable[..., Steps[Any]]:
+    """The operation ``name``, called as ``operation(name)(core, *args)``."""
+    for home in (RedisCore, logs, schedules):
+        found = getattr(home, name, None)
+        if callable(found):
+            return found  # type: ignore[no-any-return]
+    raise TypeError(
+        f"the Redis backend has no operation {name!r}: write it as a method of RedisCore"
+    )

@@ -1,0 +1,170 @@
+"""The jobs a worker holds and its handler slots: a reserved job starts when
+a slot is free, else waits in order; a handler thread that ends a job starts
+the next waiting one itself (``chain``), without a trip through the event
+loop."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from chronoq.job import Reservation
+from chronoq.worker.settings import Handler, Settings
+from chronoq.worker.threads import HandlerThreads
+
+__all__ = ["Lot", "Running", "Slots"]
+
+#: told on the loop when a handler ended: (token, error, chained)
+Ended = Callable[[int, BaseException | None, bool], None]
+
+
+@dataclass(slots=True)
+class Lot:
+    """The jobs that one reserve leased with one ttr: their leases are renewed
+    together, by one timer (a timer per job was a tenth of a busy loop's time)."""
+
+    period: float
+    tokens: list[int]
+    left: int = 0  # jobs still held (running or waiting for a slot)
+    timer: asyncio.TimerHandle | None = None
+
+
+@dataclass(slots=True)
+class Running:
+    """A job the worker holds: running, or (``started`` None) waiting for a slot."""
+
+    job: Reservation
+    started: float | None
+    lot: Lot
+    task: asyncio.Task[None] | None = None
+    renewing: bool = True
+
+
+class Slots:
+    """Held jobs by token, the free slots, and the jobs waiting for one."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        loop: asyncio.AbstractEventLoop,
+        stopping: asyncio.Event,
+        ended: Ended,
+        run_async: Callable[[Handler, Reservation, int], asyncio.Task[None]],
+    ) -> None:
+        self.settings = settings
+        self.stopping = stopping
+        self.free = settings.concurrency  # handler slots not running a job
+        self.running: dict[int, Running] = {}
+        self.waiting: deque[int] = deque()  # held jobs waiting for a slot, in order
+        # a handler thread that ends a job starts the next waiting one itself
+        # (see chain): `free`, `waiting` and `started` change under this lock
+        self.lock = threading.Lock()
+        self.idle = asyncio.Event()  # nothing held
+        self.idle.set()
+        self.room_freed = asyncio.Event()
+        self.mean_run_s: float | None = None  # recent handler run time (moving average)
+        self._tokens = itertools.count()
+        self._run_async = run_async
+        self.threads = HandlerThreads(settings.concurrency, loop, ended, self.chain)
+
+    def hold(self, job: Reservation, lot: Lot) -> None:
+        """Take a reserved job: start it if a slot is free, else queue it."""
+        token = next(self._tokens)
+        self.running[token] = Running(job, None, lot)
+        lot.tokens.append(token)
+        lot.left += 1
+        self.idle.clear()
+        with self.lock:
+            if not self.free or self.waiting:
+                self.waiting.append(token)
+                return
+            self._take_slot(token)
+        self.start(token)
+
+    def _take_slot(self, token: int) -> None:  # under self.lock
+        self.running[token].started = time.monotonic()
+        self.free -= 1
+
+    def chain(self, token: int) -> tuple[Handler, Reservation, int] | None:
+        """In a handler thread whose job (``token``) just ended: the next waiting
+        job, if it is a plain function's, for this thread to run now; the ended
+        job's slot passes to it (``ended`` is told: ``chained``)."""
+        if self.stopping.is_set():
+            return None
+        with self.lock:
+            if not self.waiting:
+                return None
+            following = self.waiting[0]
+            topic = self.running[following].job.topic
+            if self.settings.is_async[topic]:
+                return None
+            self.waiting.popleft()
+            run = self.running[following]
+            run.started = time.monotonic()  # in the ended job's slot: `free` is unchanged
+        return self.settings.handlers[topic], run.job, following
+
+    def start(self, token: int) -> None:
+        """Dispatch a job that took a slot (``_take_slot``)."""
+        run = self.running[token]
+        job = run.job
+        handler = self.settings.handlers[job.topic]
+        if self.settings.is_async[job.topic]:
+            run.task = self._run_async(handler, job, token)
+        else:
+            self.threads.submit(handler, job, token)
+
+    def end(self, token: int, chained: bool) -> tuple[Running, float] | None:
+        """A handler ended: forget its job and free its slot; the job and how
+        long it ran. None when the job was released meanwhile."""
+        run = self.running.pop(token, None)
+        if run is None:  # released at shutdown while it ran: its result is void
+            return None
+        self.free_slot(run, chained)
+        ran_s = time.monotonic() - run.started if run.started is not None else 0.0
+        mean = self.mean_run_s
+        self.mean_run_s = ran_s if mean is None else mean + 0.1 * (ran_s - mean)
+        return run, ran_s
+
+    def take_back(self, token: int) -> Running:
+        """Forget a held job (running, or waiting for a slot) that is given back."""
+        with self.lock:  # a thread may be taking it from `waiting` right now
+            run = self.running.pop(token)
+            if run.started is None and token in self.waiting:
+                self.waiting.remove(token)
+        self.free_slot(run)
+        if run.task is not None:
+            run.task.cancel()
+        return run
+
+    def take_waiting(self) -> list[int]:
+        """The jobs that never started (at shutdown), out of the line."""
+        with self.lock:
+            never_started = list(self.waiting)
+            self.waiting.clear()
+        return never_started
+
+    def free_slot(self, run: Running, chained: bool = False) -> None:
+        """Forget a held job (ended or released): its room, and its slot if it
+        ran (unless ``chained``: passed on already), which the next waiting job
+        takes unless the worker is stopping."""
+        lot = run.lot
+        lot.left -= 1
+        if lot.left == 0 and lot.timer is not None:
+            lot.timer.cancel()
+        self.room_freed.set()
+        if run.started is not None and not chained:
+            following = None
+            with self.lock:
+                self.free += 1
+                if self.waiting and not self.stopping.is_set():
+                    following = self.waiting.popleft()
+                    self._take_slot(following)
+            if following is not None:
+                self.start(following)
+        if not self.running:
+            self.idle.set()

@@ -1,0 +1,87 @@
+"""How an asyncio consumer waits after an empty reserve attempt
+(``chronoq.aio.waiting``): woken by a change, at the next due time to the
+tick, never after its limit; and ``sleep_until``, which times the last
+stretch before a due time."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import chronoq.aio
+from chronoq.aio.waiting import sleep_until
+from chronoq.backends.base import ReserveResult
+
+
+def test_sleep_until_never_returns_before_its_deadline() -> None:
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for wait in (0.0, -0.001, 0.0003, 0.001, 0.0012, 0.0019, 0.003, 0.02):
+            deadline = loop.time() + wait
+            await sleep_until(loop, deadline)
+            assert loop.time() >= deadline
+
+    asyncio.run(main())
+
+
+def test_a_wait_ends_at_the_due_time_it_was_told(store_url: str, topic: str) -> None:
+    async def main() -> None:
+        async with chronoq.aio.connect(store_url) as q:
+            await q.put(topic, "x", delay=0.3)
+            watcher = await q.watch(topic)
+            try:
+                result = await q.reserve_once(topic, watcher=watcher)
+                assert result.jobs == [] and result.wake_in_ms is not None
+                started = time.monotonic()
+                while not result.jobs:
+                    await q.wait_for_jobs(watcher, result, 10.0)
+                    result = await q.reserve_once(topic, watcher=watcher)
+                assert time.monotonic() - started < 5.0  # the due time, not the limit
+                [job] = result.jobs
+                assert time.time() * 1000 >= job.due_at
+                await q.ack(job)
+            finally:
+                await watcher.close()
+
+    asyncio.run(main())
+
+
+def test_a_wait_ends_when_a_job_is_put(store_url: str, topic: str) -> None:
+    async def main() -> None:
+        async with chronoq.aio.connect(store_url) as q:
+            watcher = await q.watch(topic)
+            try:
+                result = await q.reserve_once(topic, watcher=watcher)
+                assert result == ReserveResult([], None)
+
+                async def put_soon() -> None:
+                    await asyncio.sleep(0.2)
+                    await q.put(topic, "now")
+
+                putting = asyncio.ensure_future(put_soon())
+                started = time.monotonic()
+                await q.wait_for_jobs(watcher, result, 20.0)
+                assert time.monotonic() - started < 10.0  # woken, not timed out
+                await putting
+                assert [j.payload for j in (await q.reserve_once(topic)).jobs] == ["now"]
+            finally:
+                await watcher.close()
+
+    asyncio.run(main())
+
+
+def test_a_wait_never_outlasts_its_limit(store_url: str, topic: str) -> None:
+    async def main() -> None:
+        async with chronoq.aio.connect(store_url) as q:
+            await q.put(topic, "far", delay=3600)
+            watcher = await q.watch(topic)
+            try:
+                result = await q.reserve_once(topic, watcher=watcher)
+                started = time.monotonic()
+                await q.wait_for_jobs(watcher, result, 0.2)
+                assert time.monotonic() - started < 5.0
+                await q.wait_for_jobs(watcher, ReserveResult([], 0.5), 0.0)  # due, no time left
+            finally:
+                await watcher.close()
+
+    asyncio.run(main())
