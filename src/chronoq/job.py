@@ -137,8 +137,8 @@ class Reservation:
 
 class JobLease(NamedTuple):
     """One lease of one job, as the lease calls of a backend take it (ack,
-    nack, release, touch, bury): a ``Reservation``, or the three values a
-    consumer elsewhere was given (the HTTP API's ``topic``, ``id``, ``lease``)."""
+    nack, release, touch, bury): from a ``Reservation``, or from the three
+    values a consumer elsewhere was given (``topic``, ``id``, ``lease``)."""
 
     topic: str
     id: str

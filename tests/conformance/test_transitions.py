@@ -488,6 +488,16 @@ def test_ack_many_returns_only_lost_ids(queue: Queue, topic: str) -> None:
     assert queue.ack_many([]) == []
 
 
+def test_ack_many_across_topics_with_one_id(queue: Queue, topic: str) -> None:
+    other = topic + "-b"
+    queue.put(topic, 1, id="same")
+    queue.put(other, 2, id="same")
+    [mine] = queue.reserve(topic)
+    [theirs] = queue.reserve(other)
+    assert queue.ack_many([mine, theirs, mine]) == ["same"]  # the lease given twice
+    assert queue.get(topic, "same") is None and queue.get(other, "same") is None
+
+
 # -- nack ------------------------------------------------------------------------------
 
 

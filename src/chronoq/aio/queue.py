@@ -12,7 +12,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any
 
-from chronoq.aio.waiting import wait_for_jobs
+from chronoq.aio.waiting import WAKE_EARLY_S, wait_for_jobs
 from chronoq.backends import StoreURL, open_backend
 from chronoq.backends.base import AsyncBackend, AsyncWatcher, ReserveResult
 from chronoq.backends.threaded import asyncio_backend
@@ -78,6 +78,7 @@ class AsyncQueue:
         self.backend = backend
         self.max_payload = max_payload
         self.backoff = backoff or Backoff()
+        self._giving_back: set[asyncio.Task[None]] = set()
 
     @classmethod
     def from_queue(cls, queue: Queue) -> AsyncQueue:
@@ -153,16 +154,25 @@ class AsyncQueue:
         wait_s, _ = reserve_args(topic, count, wait, ttr)
         end = time.monotonic() + wait_s
         watcher = await self.watch(topic) if wait_s > 0 else None
+        jobs: list[Reservation] = []
         try:
             while True:
                 result = await self._reserve_or_give_back(topic, count, ttr, watcher)
                 remaining = end - time.monotonic()
                 if result.jobs or watcher is None or remaining <= 0:
-                    return result.jobs
-                await wait_for_jobs(watcher, result, remaining)
+                    jobs = result.jobs
+                    break
+                # the store's own timing: no early wake-up, so N waiters on a
+                # topic make no extra attempts at each due time
+                await wait_for_jobs(watcher, result, remaining, early=0.0)
         finally:
             if watcher is not None:
-                await watcher.close()
+                try:
+                    await watcher.close()
+                except asyncio.CancelledError:  # cancelled with the jobs in hand
+                    self._give_back(jobs)
+                    raise
+        return jobs
 
     async def _reserve_or_give_back(
         self, topic: str, count: int, ttr: float | None, watcher: AsyncWatcher | None
@@ -173,11 +183,25 @@ class AsyncQueue:
         except asyncio.CancelledError:
             # the call went out and may lease jobs that nobody would see until
             # their ttr ran out: let it finish and give them back at once
+            self._give_back(call)
+            raise
+
+    def _give_back(self, leased: list[Reservation] | asyncio.Future[ReserveResult]) -> None:
+        """Release, in a task of its own that a further cancel does not stop,
+        the jobs a cancelled ``reserve`` leased (or those ``leased`` will)."""
+
+        async def give_back() -> None:
             with contextlib.suppress(ChronoqError):
-                for job in (await call).jobs:
+                jobs = leased if isinstance(leased, list) else (await leased).jobs
+                for job in jobs:
                     with contextlib.suppress(ChronoqError):
                         await self.release(job, error="the reserve was cancelled")
-            raise
+
+        if isinstance(leased, list) and not leased:
+            return
+        task = asyncio.get_running_loop().create_task(give_back())
+        self._giving_back.add(task)  # a task nobody refers to may be collected
+        task.add_done_callback(self._giving_back.discard)
 
     async def watch(self, topic: str) -> AsyncWatcher:
         """See ``Queue.watch``."""
@@ -197,13 +221,20 @@ class AsyncQueue:
         return await self.backend.reserve(topic, count, ttr_ms, watcher)
 
     async def wait_for_jobs(
-        self, watcher: AsyncWatcher, result: ReserveResult, limit: float
+        self,
+        watcher: AsyncWatcher,
+        result: ReserveResult,
+        limit: float,
+        *,
+        early: float = WAKE_EARLY_S,
     ) -> None:
         """After ``result`` (of ``reserve_once``) leased nothing, return when a
         job may be available: on a change that ``watcher`` sees, or at the
-        next due time (timed on the event loop, to the tick); after ``limit``
-        seconds at the most."""
-        await wait_for_jobs(watcher, result, limit)
+        next due time; after ``limit`` seconds at the most. A due time is
+        timed on the store until ``early`` seconds before it (an attempt
+        then may still find nothing: loop), and the rest on the event loop,
+        to the tick (the worker's way: a loop timer wakes up to 1 ms late)."""
+        await wait_for_jobs(watcher, result, limit, early=early)
 
     async def ack(self, job: LeaseRef, id: str | None = None, lease: str | None = None) -> None:
         """See ``Queue.ack``."""

@@ -18,20 +18,24 @@ WAKE_EARLY_S = 0.002
 SPIN_S = 0.0012  # the last stretch of such a wait, spent yielding to the loop
 
 
-async def wait_for_jobs(watcher: AsyncWatcher, result: ReserveResult, limit: float) -> None:
+async def wait_for_jobs(
+    watcher: AsyncWatcher, result: ReserveResult, limit: float, *, early: float = WAKE_EARLY_S
+) -> None:
     """After ``result`` leased nothing: return when a job may be available,
     that is when ``watcher`` sees a change or at the next due time it told
-    of, and after ``limit`` seconds at the most."""
+    of, and after ``limit`` seconds at the most. The last ``early`` seconds
+    before a due time are timed on the event loop, to the tick (0: the
+    watcher times the whole wait)."""
     limit = max(limit, 0.0)
     if result.wake_in_ms is None:
         await watcher.wait(limit)
         return
     wake_in = result.wake_in_ms / 1000
-    if wake_in <= WAKE_EARLY_S:
+    if early > 0 and wake_in <= early:
         loop = asyncio.get_running_loop()
         await sleep_until(loop, loop.time() + min(wake_in, limit))
         return
-    await watcher.wait(min(limit, wake_in - WAKE_EARLY_S))
+    await watcher.wait(min(limit, wake_in - early))
 
 
 async def sleep_until(loop: asyncio.AbstractEventLoop, deadline: float) -> None:

@@ -262,7 +262,7 @@ class AsyncWatcher(ABC):
 
 
 class AsyncBackend(ABC):
-    """The methods of ``Backend`` but reading in bulk, as coroutines: see
+    """The methods of ``Backend``, except reading in bulk, as coroutines: see
     ``Backend`` for what each does."""
 
     url: str

@@ -81,8 +81,8 @@ class ThreadedBackend(AsyncBackend):
 
 
 def _in_a_thread(name: str) -> Callable[..., Any]:
-    async def method(self: ThreadedBackend, *args: Any) -> Any:
-        return await self._call(getattr(self.backend, name), *args)
+    async def method(self: ThreadedBackend, *args: Any, **kwargs: Any) -> Any:
+        return await self._call(functools.partial(getattr(self.backend, name), *args, **kwargs))
 
     return method
 

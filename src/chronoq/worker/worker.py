@@ -85,27 +85,30 @@ class Worker:
         self.prefetch = prefetch
         self.ttr = ttr
         self.recurring = recurring
-        #: what each run reads (a run never reads the Worker itself)
-        self.settings = Settings(
-            queue=queue,
-            handlers=MappingProxyType(self.handlers),
-            is_async=MappingProxyType(
-                {t: _is_coroutine_function(h) for t, h in self.handlers.items()}
-            ),
-            backoffs=MappingProxyType(_backoffs(backoff, self.handlers)),
-            concurrency=concurrency,
-            grace=float(grace),
-            batch=batch,
-            prefetch=prefetch,
-            ttr=ttr,
-            recurring=recurring,
-        )
+        self._backoff = backoff
         self.counts = Counts()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested = threading.Event()  # set from any thread, before the loop too
         self._serving = threading.Lock()  # one run at a time: stop() reaches only one
         self._task: asyncio.Task[None] | None = None
         self._session: Session | None = None
+
+    @property
+    def settings(self) -> Settings:
+        """What a run reads, frozen when it starts (a run never reads the Worker)."""
+        handlers = dict(self.handlers)
+        return Settings(
+            queue=self.queue,
+            handlers=MappingProxyType(handlers),
+            is_async=MappingProxyType({t: _is_coroutine_function(h) for t, h in handlers.items()}),
+            backoffs=MappingProxyType(_backoffs(self._backoff, handlers)),
+            concurrency=self.concurrency,
+            grace=self.grace,
+            batch=self.batch,
+            prefetch=self.prefetch,
+            ttr=self.ttr,
+            recurring=self.recurring,
+        )
 
     # -- running and stopping --------------------------------------------------------
 

@@ -86,8 +86,8 @@ class AsyncRedisBackend(AsyncBackend):
 def _driven(name: str) -> Callable[..., Any]:
     op = operation(name)
 
-    async def method(self: AsyncRedisBackend, *args: Any) -> Any:
-        return await self._drive(op(self._core, *args))
+    async def method(self: AsyncRedisBackend, *args: Any, **kwargs: Any) -> Any:
+        return await self._drive(op(self._core, *args, **kwargs))
 
     return method
 

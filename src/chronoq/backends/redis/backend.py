@@ -190,8 +190,8 @@ class RedisBackend(Backend):
 def _driven(name: str) -> Callable[..., Any]:
     op = operation(name)
 
-    def method(self: RedisBackend, *args: Any) -> Any:
-        return self._drive(op(self._core, *args))
+    def method(self: RedisBackend, *args: Any, **kwargs: Any) -> Any:
+        return self._drive(op(self._core, *args, **kwargs))
 
     return method
 

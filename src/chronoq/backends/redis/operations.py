@@ -16,11 +16,15 @@ __all__ = ["operation"]
 
 
 def operation(name: str) -> Callable[..., Steps[Any]]:
-    """The operation ``name``, called as ``operation(name)(core, *args)``."""
-    for home in (RedisCore, logs, schedules):
-        found = getattr(home, name, None)
-        if callable(found):
-            return found  # type: ignore[no-any-return]
+    """The operation ``name``, called as ``operation(name)(core, *args)``:
+    a method defined by ``RedisCore`` itself, or a function that logs.py or
+    schedules.py exports (never a helper or an imported name)."""
+    found = RedisCore.__dict__.get(name)
+    for module in (logs, schedules):
+        if found is None and name in module.__all__:
+            found = getattr(module, name)
+    if callable(found):
+        return found  # type: ignore[no-any-return]
     raise TypeError(
         f"the Redis backend has no operation {name!r}: write it as a method of RedisCore"
     )
