@@ -1,4 +1,5 @@
-"""Bad input through the public API, on every backend (DESIGN §1, §3).
+"""Bad input through the public API, on every backend (DESIGN §1, §3): the checks of
+``chronoq.calls`` and ``chronoq.job`` (the blocking facade).
 
 Every rule raises ``InvalidJob`` (puts) or ``InvalidInput`` (everything else)
 with a message naming what was wrong and what is allowed, and writes nothing.
