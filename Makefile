@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint bench bench-peers bench-spark example-spark system-deps clean
+.PHONY: run test lint bench bench-peers bench-spark bench-stacks example-spark system-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,7 @@ $(PYSPARK_WHEEL): | $(BIN)/python
 	$(BIN)/python -m pip wheel -q --no-deps 'pyspark==$(PYSPARK_VERSION)' -w $(WHEELS)
 
 $(VENV)/.installed-dev: pyproject.toml $(PYSPARK_WHEEL) | $(BIN)/python
-	$(BIN)/python -m pip install -q --find-links $(WHEELS) -e '.[dev,redis,spark]' \
+	$(BIN)/python -m pip install -q --find-links $(WHEELS) -e '.[dev,redis,spark,server]' \
 	  'pyspark==$(PYSPARK_VERSION)'
 	@touch $@ $(VENV)/.installed
 
@@ -53,13 +53,20 @@ bench: $(VENV)/.installed-dev system-deps
 	$(BIN)/python bench/worker.py
 
 $(VENV)/.installed-bench: pyproject.toml $(PYSPARK_WHEEL) | $(BIN)/python
-	$(BIN)/python -m pip install -q --find-links $(WHEELS) -e '.[dev,redis,spark,bench]' \
+	$(BIN)/python -m pip install -q --find-links $(WHEELS) -e '.[dev,redis,spark,server,bench]' \
 	  'pyspark==$(PYSPARK_VERSION)'
 	@touch $@ $(VENV)/.installed-dev $(VENV)/.installed
 
 ## bench-spark: the Spark pipeline (bulk scheduling, export, analyze; results in docs/benchmarks.md)
 bench-spark: $(VENV)/.installed-dev system-deps
 	$(BIN)/python bench/spark.py $(ARGS)
+
+## bench-stacks: the candidate HTTP stacks for chronoq serve, next to a bare ASGI app (needs wrk)
+bench-stacks: $(VENV)/.installed-bench
+	@command -v wrk >/dev/null 2>&1 || { \
+	  echo "installing wrk (Debian package)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; }
+	$(BIN)/python bench/stacks/run.py $(ARGS)
 
 ## bench-peers: chronoq next to RQ, arq, huey, Dramatiq and Celery (peers in bench/.venvs/)
 bench-peers: $(VENV)/.installed-bench system-deps
