@@ -48,7 +48,7 @@ from rich.table import Table
 from servers import placement, private_server
 
 import chronoq
-from chronoq.pipeline import register
+from chronoq.pipeline import local_session
 from chronoq.pipeline.analyze import analyze
 from chronoq.pipeline.export import Exporter, partition_path
 from chronoq.pipeline.schema import FILE_SCHEMA
@@ -60,24 +60,8 @@ DAY = 20_000  # days since the epoch of the made-up events (2024-10-04)
 
 
 def session() -> Any:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("chronoq bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.memory", "4g")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
-    return spark
+    conf = {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "4g"}
+    return local_session("chronoq bench", conf=conf)
 
 
 def make_rows(spark: Any, rows: int, path: Path) -> None:

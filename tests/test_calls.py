@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import calendar
 import math
-import os
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
@@ -28,6 +27,8 @@ from chronoq.errors import (
     LeaseLost,
     NotFound,
 )
+
+from .localtime import local_timezone
 
 MiB = 1024 * 1024
 NOW_S = time.time()
@@ -392,17 +393,8 @@ def test_max_payload_option_can_raise_the_limit(store_url: str, topic: str) -> N
 @pytest.fixture
 def local_time_not_utc() -> Iterator[None]:
     """Make local time differ from UTC, so naive-as-local would show."""
-    old = os.environ.get("TZ")
-    os.environ["TZ"] = "America/New_York"
-    time.tzset()
-    try:
+    with local_timezone("America/New_York"):
         yield
-    finally:
-        if old is None:
-            del os.environ["TZ"]
-        else:
-            os.environ["TZ"] = old
-        time.tzset()
 
 
 @pytest.mark.usefixtures("local_time_not_utc")

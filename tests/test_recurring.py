@@ -347,11 +347,16 @@ def test_racing_callers_put_each_occurrence_once(
 SKEW_MS = 3_600_000  # the store's clock is an hour behind this machine's
 
 
-def test_run_recurring_says_how_long_to_wait_by_the_stores_clock(
-    sqlite_url: str, topic: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def store_clock_behind(monkeypatch: pytest.MonkeyPatch) -> None:
     real = sqlite_schedules.now_ms
     monkeypatch.setattr(sqlite_schedules, "now_ms", lambda: real() - SKEW_MS)
+
+
+@pytest.mark.usefixtures("store_clock_behind")
+def test_run_recurring_says_how_long_to_wait_by_the_stores_clock(
+    sqlite_url: str, topic: str
+) -> None:
     with chronoq.connect(sqlite_url) as q:
         q.recurring(topic, name="tick", every=60)
         run = q.run_recurring(topic)
@@ -360,11 +365,10 @@ def test_run_recurring_says_how_long_to_wait_by_the_stores_clock(
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.usefixtures("store_clock_behind")
 def test_a_worker_ahead_of_the_stores_clock_does_not_spin(
     sqlite_url: str, topic: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = sqlite_schedules.now_ms
-    monkeypatch.setattr(sqlite_schedules, "now_ms", lambda: real() - SKEW_MS)
     with chronoq.connect(sqlite_url) as q:
         q.recurring(topic, name="tick", every=60)
         calls = 0

@@ -28,13 +28,13 @@ from pathlib import Path
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-from pyspark.sql import SparkSession  # noqa: E402 - PYSPARK_PYTHON first
-from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
-import chronoq  # noqa: E402
-from chronoq.pipeline import register  # noqa: E402
-from chronoq.pipeline.analyze import analyze, parameters, write_report  # noqa: E402
-from chronoq.pipeline.export import Exporter  # noqa: E402
+import chronoq
+from chronoq.pipeline import local_session
+from chronoq.pipeline.analyze import analyze, parameters, write_report
+from chronoq.pipeline.export import Exporter
 
 HERE = Path(__file__).resolve().parent
 TOPIC = "orders.close"
@@ -94,15 +94,7 @@ def main() -> None:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir()
     store = args.store or f"sqlite:///{out / 'store.db'}"
-    spark = (
-        SparkSession.builder.master("local[*]")
-        .appName("chronoq orders example")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
+    spark = local_session("chronoq orders example", master="local[*]")
     q = chronoq.connect(store)
     step = time.monotonic()
 

@@ -6,7 +6,7 @@ import json
 import json.scanner
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
@@ -32,6 +32,7 @@ __all__ = [
     "decode_payload",
     "duration_ms",
     "encode_payload",
+    "leases_by_topic",
     "prepare_job",
     "run_at_ms",
     "validate_id",
@@ -143,6 +144,14 @@ class JobLease(NamedTuple):
     topic: str
     id: str
     token: str
+
+
+def leases_by_topic(leases: Iterable[JobLease]) -> dict[str, list[JobLease]]:
+    """Leases grouped by topic, each group in the order given (``ack_many``)."""
+    groups: dict[str, list[JobLease]] = {}
+    for lease in leases:
+        groups.setdefault(lease.topic, []).append(lease)
+    return groups
 
 
 @dataclass(frozen=True, slots=True)

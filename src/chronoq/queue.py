@@ -156,12 +156,12 @@ class Queue:
         put (no polling interval), at most ``wait`` seconds; then ``[]``.
         ``ttr`` overrides the jobs' own lease length.
         """
-        wait_s, _ = reserve_args(topic, count, wait, ttr)
+        wait_s, ttr_ms = reserve_args(topic, count, wait, ttr)
         end = time.monotonic() + wait_s
-        watcher = self.watch(topic) if wait_s > 0 else None
+        watcher = self.backend.watch(topic) if wait_s > 0 else None
         try:
-            while True:
-                result = self.reserve_once(topic, count, ttr=ttr, watcher=watcher)
+            while True:  # reserve_once's attempt, its arguments checked once above
+                result = self.backend.reserve(topic, count, ttr_ms, watcher)
                 remaining = end - time.monotonic()
                 if result.jobs or watcher is None or remaining <= 0:
                     return result.jobs

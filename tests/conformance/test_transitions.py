@@ -20,6 +20,8 @@ import chronoq
 from chronoq import Event, EventKind, Job, JobInfo, Queue, Reservation, State
 from chronoq.errors import InvalidInput, InvalidJob, LeaseLost
 
+from ..localtime import local_timezone
+
 ULID_RE = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")  # Crockford base32: no I, L, O, U
 FAR = 3600.0  # a delay that never comes due during a test
 LEASE_OPS = ("ack", "nack", "touch", "bury")
@@ -141,19 +143,8 @@ class Background:
 @pytest.fixture
 def non_utc_local_time() -> Iterator[None]:
     """Local time 5:30 ahead of UTC, so a naive datetime read as local time is caught."""
-    import os
-
-    old = os.environ.get("TZ")
-    os.environ["TZ"] = "XST-5:30"
-    time.tzset()
-    try:
+    with local_timezone("XST-5:30"):
         yield
-    finally:
-        if old is None:
-            del os.environ["TZ"]
-        else:
-            os.environ["TZ"] = old
-        time.tzset()
 
 
 # -- put -------------------------------------------------------------------------------

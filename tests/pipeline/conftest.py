@@ -30,34 +30,19 @@ class SparkLog:
 
 @pytest.fixture(scope="session")
 def spark_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, SparkLog]]:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    from chronoq.pipeline import register
+    from chronoq.pipeline import local_session
 
     log = SparkLog(tmp_path_factory.mktemp("spark") / "stderr.log")
     target = os.open(log.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     saved = os.dup(2)
     os.dup2(target, 2)  # the JVM inherits it
     try:
-        session = (
-            SparkSession.builder.master("local[2]")
-            .appName("chronoq-tests")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.sql.session.timeZone", "UTC")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .getOrCreate()
-        )
+        session = local_session("chronoq-tests", conf={"spark.sql.shuffle.partitions": "2"})
     finally:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(target)
-    session.sparkContext.setLogLevel("ERROR")
-    register(session)
     yield session, log
     session.stop()
 

@@ -151,13 +151,13 @@ class AsyncQueue:
     ) -> list[Reservation]:
         """See ``Queue.reserve``. Cancelling a waiting reserve is safe: no job
         is leased by a call that did not return."""
-        wait_s, _ = reserve_args(topic, count, wait, ttr)
+        wait_s, ttr_ms = reserve_args(topic, count, wait, ttr)
         end = time.monotonic() + wait_s
-        watcher = await self.watch(topic) if wait_s > 0 else None
+        watcher = await self.backend.watch(topic) if wait_s > 0 else None
         jobs: list[Reservation] = []
         try:
             while True:
-                result = await self._reserve_or_give_back(topic, count, ttr, watcher)
+                result = await self._reserve_or_give_back(topic, count, ttr_ms, watcher)
                 remaining = end - time.monotonic()
                 if result.jobs or watcher is None or remaining <= 0:
                     jobs = result.jobs
@@ -175,9 +175,10 @@ class AsyncQueue:
         return jobs
 
     async def _reserve_or_give_back(
-        self, topic: str, count: int, ttr: float | None, watcher: AsyncWatcher | None
+        self, topic: str, count: int, ttr_ms: int | None, watcher: AsyncWatcher | None
     ) -> ReserveResult:
-        call = asyncio.ensure_future(self.reserve_once(topic, count, ttr=ttr, watcher=watcher))
+        """``reserve_once``'s attempt (its arguments checked by the caller)."""
+        call = asyncio.ensure_future(self.backend.reserve(topic, count, ttr_ms, watcher))
         try:
             return await asyncio.shield(call)
         except asyncio.CancelledError:

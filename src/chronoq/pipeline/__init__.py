@@ -8,11 +8,41 @@ export`` needs only pyarrow."""
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Mapping
 from typing import Any
 
 from chronoq.pipeline.schema import EVENT_DDL, EXPORT_DDL
 
-__all__ = ["EVENT_DDL", "EXPORT_DDL", "read_events", "register"]
+__all__ = ["EVENT_DDL", "EXPORT_DDL", "local_session", "read_events", "register"]
+
+#: what a local session of chronoq's own jobs (tests, benchmarks, examples) sets
+LOCAL_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",  # event times are UTC
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+}
+
+
+def local_session(
+    app_name: str, *, master: str = "local[2]", conf: Mapping[str, str] | None = None
+) -> Any:
+    """A local SparkSession with the ``chronoq`` source registered: Spark's
+    UI off, the session time zone UTC, the driver on loopback, its Python
+    workers on this interpreter; ``conf`` adds or overrides settings."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession  # PySpark, only now
+
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in {**LOCAL_CONF, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    return spark
 
 
 def register(spark: Any) -> None:

@@ -29,7 +29,16 @@ from chronoq.backends.redis.scripts import Scripts
 from chronoq.backends.redis.steps import Command, Pipeline, Steps
 from chronoq.backoff import Backoff
 from chronoq.errors import DurabilityError, InvalidInput, LeaseLost
-from chronoq.job import Event, EventPage, JobInfo, JobLease, NewJob, PutResult, Reservation
+from chronoq.job import (
+    Event,
+    EventPage,
+    JobInfo,
+    JobLease,
+    NewJob,
+    PutResult,
+    Reservation,
+    leases_by_topic,
+)
 from chronoq.states import State
 
 __all__ = ["RedisCore", "TimerHolder"]
@@ -212,10 +221,7 @@ class RedisCore:
 
     def ack_many(self, leases: Sequence[JobLease]) -> Steps[list[str]]:
         lost: list[str] = []
-        by_topic: dict[str, list[JobLease]] = {}
-        for lease in leases:
-            by_topic.setdefault(lease.topic, []).append(lease)
-        for topic, held in by_topic.items():
+        for topic, held in leases_by_topic(leases).items():
             for shard, indexes in self._by_shard([lease.id for lease in held]).items():
                 args = [v for i in indexes for v in (id_key(held[i].id), held[i].token)]
                 reply = yield from self._run("ack", topic, shard, *args)

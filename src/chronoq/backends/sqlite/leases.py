@@ -13,7 +13,7 @@ from chronoq.backends.sqlite.signals import FileSignals
 from chronoq.backends.sqlite.store import Store
 from chronoq.backoff import Backoff
 from chronoq.errors import LeaseLost
-from chronoq.job import JobLease
+from chronoq.job import JobLease, leases_by_topic
 from chronoq.states import State
 
 __all__ = ["SQLiteLeases"]
@@ -41,14 +41,11 @@ class SQLiteLeases:
 
     def ack_many(self, leases: Sequence[JobLease]) -> list[str]:
         lost: list[str] = []
-        by_topic: dict[str, list[JobLease]] = {}
-        for lease in leases:
-            by_topic.setdefault(lease.topic, []).append(lease)
         with self._store.write() as db:
             now = now_ms()
             gone: list[tuple[int]] = []
             events: list[EventRow] = []
-            for topic, held_leases in by_topic.items():
+            for topic, held_leases in leases_by_topic(leases).items():
                 held = self._reserved(db, topic, [lease.id for lease in held_leases])
                 for _, job_id, token in held_leases:
                     row = held.get(job_id)
