@@ -2,7 +2,7 @@
 
 from chronoq import errors
 from chronoq.backoff import Backoff
-from chronoq.job import Event, EventPage, Job, JobInfo, PutResult, Reservation
+from chronoq.job import Event, EventPage, Job, JobInfo, JobLease, PutResult, Reservation
 from chronoq.queue import Queue, connect
 from chronoq.recurring import Recurring, RecurringRun
 from chronoq.states import EventKind, State
@@ -18,6 +18,7 @@ __all__ = [
     "EventPage",
     "Job",
     "JobInfo",
+    "JobLease",
     "PutResult",
     "Queue",
     "Recurring",

@@ -90,9 +90,14 @@ def lease_args(job: LeaseRef, job_id: str | None, lease: str | None) -> JobLease
     return JobLease(validate_topic(job), validate_id(job_id), lease)
 
 
-def leases_of(jobs: Iterable[Reservation]) -> list[JobLease]:
-    """The leases of reservations, for ``ack_many``."""
-    return [lease_args(job, None, None) for job in jobs]
+def leases_of(jobs: Iterable[Reservation | JobLease]) -> list[JobLease]:
+    """The leases of reservations (or ``JobLease`` values), for ``ack_many``."""
+    return [
+        lease_args(job.topic, job.id, job.token)
+        if isinstance(job, JobLease)
+        else lease_args(job, None, None)
+        for job in jobs
+    ]
 
 
 def nack_args(

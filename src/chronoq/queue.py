@@ -36,6 +36,7 @@ from chronoq.job import (
     EventPage,
     Job,
     JobInfo,
+    JobLease,
     JobPage,
     LogRead,
     LogShard,
@@ -198,8 +199,9 @@ class Queue:
         if self.backend.ack_many([held]):
             raise LeaseLost(held.topic, held.id)
 
-    def ack_many(self, jobs: Iterable[Reservation]) -> list[str]:
-        """Ack every job still leased; returns the ids whose lease was lost."""
+    def ack_many(self, jobs: Iterable[Reservation | JobLease]) -> list[str]:
+        """Ack every job still leased (reservations, or ``JobLease`` values of
+        any topics); returns the ids whose lease was lost."""
         leases = leases_of(jobs)
         return self.backend.ack_many(leases) if leases else []
 

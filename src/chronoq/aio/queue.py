@@ -36,6 +36,7 @@ from chronoq.job import (
     EventPage,
     Job,
     JobInfo,
+    JobLease,
     PutResult,
     Reservation,
     validate_id,
@@ -243,7 +244,7 @@ class AsyncQueue:
         if await self.backend.ack_many([held]):
             raise LeaseLost(held.topic, held.id)
 
-    async def ack_many(self, jobs: Iterable[Reservation]) -> list[str]:
+    async def ack_many(self, jobs: Iterable[Reservation | JobLease]) -> list[str]:
         """See ``Queue.ack_many``."""
         leases = leases_of(jobs)
         return await self.backend.ack_many(leases) if leases else []

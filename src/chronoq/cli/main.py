@@ -32,6 +32,7 @@ from chronoq.cli.app import (
 from chronoq.cli.demo import run_demo
 from chronoq.cli.export import export
 from chronoq.cli.parsing import check_one_time, parse_payload, parse_run_at
+from chronoq.cli.serve import serve, token
 from chronoq.cli.worker import worker
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_NOT_FOUND", "EXIT_STORE", "cli", "main"]
@@ -346,6 +347,8 @@ def demo(app: App, jobs: int, seconds: float) -> None:
 cli.add_command(worker)
 cli.add_command(export)
 cli.add_command(analyze)
+cli.add_command(serve)
+cli.add_command(token)
 
 
 def main() -> None:

@@ -1,0 +1,148 @@
+"""``chronoq serve``: the HTTP JSON service; ``chronoq token``: a new bearer
+token and the TOML lines that grant it. The server's packages are the
+``server`` extra, imported only when the command runs."""
+
+from __future__ import annotations
+
+import click
+from rich.console import Console
+from rich.text import Text
+
+from chronoq.cli.app import EXIT_BAD_INPUT, STORE_HELP
+
+__all__ = ["serve", "token"]
+
+_ACTIONS = ("put", "reserve", "read", "admin")
+
+
+def _banner(console: Console, host: str, port: int, root: str, tls: bool) -> None:
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    base = f"{'https' if tls else 'http'}://{shown}:{port}{root.rstrip('/')}"
+    console.print(
+        Text.assemble(("chronoq serve", "bold"), f"  API  {base}/v1   docs {base}/openapi.json")
+    )
+    console.print(f"dashboard  {base}/ui/      metrics {base}/metrics")
+    console.print(
+        f"try:  curl -s -X POST {base}/v1/topics/hello/jobs -H 'content-type: application/json' "
+        '-d \'{"payload": {"hi": 1}, "delay": 2}\''
+    )
+    console.print(
+        f"      curl -s -X POST {base}/v1/topics/hello/reserve -d '{{\"wait\": 5}}'",
+        highlight=False,
+    )
+
+
+@click.command()
+@click.option("--store", metavar="URL", envvar="CHRONOQ_STORE", help=STORE_HELP)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=7070, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--config",
+    "config",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="TOML file: [[tokens]], [limits], [ui] (see docs/http.md).",
+)
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Server processes sharing the port (and the store).",
+)
+@click.option("--root-path", default="", help="URL prefix when served behind a proxy.")
+@click.option(
+    "--pop-wait",
+    type=click.FloatRange(0, 3600),
+    default=None,
+    metavar="SECONDS",
+    help="How long the ouqiang /pop holds a request [default: 178].",
+)
+@click.option("--insecure", is_flag=True, help="Allow a non-loopback --host without tokens.")
+@click.option("--access-log", is_flag=True, help="Log every request.")
+@click.option("--ssl-keyfile", type=click.Path(exists=True, dir_okay=False), default=None)
+@click.option("--ssl-certfile", type=click.Path(exists=True, dir_okay=False), default=None)
+@click.option("--ssl-keyfile-password", default=None)
+@click.option("--ssl-ca-certs", type=click.Path(exists=True, dir_okay=False), default=None)
+def serve(
+    store: str | None,
+    host: str,
+    port: int,
+    config: str | None,
+    workers: int,
+    root_path: str,
+    pop_wait: float | None,
+    insecure: bool,
+    access_log: bool,
+    ssl_keyfile: str | None,
+    ssl_certfile: str | None,
+    ssl_keyfile_password: str | None,
+    ssl_ca_certs: str | None,
+) -> None:
+    """Serve the HTTP JSON API, the dashboard and /metrics on one store.
+
+    Without --config (tokens) it listens on loopback only. SIGTERM answers
+    waiting long polls with no jobs and stops after the requests in flight.
+    """
+    try:
+        from chronoq.server.serving import ServeOptions, check_exposure, run
+    except ImportError as exc:
+        raise click.ClickException(
+            f"chronoq serve needs the server extra ({exc.name} is missing): "
+            "pip install 'chronoq[server]'"
+        ) from None
+    ssl = {
+        key: value
+        for key, value in {
+            "ssl_keyfile": ssl_keyfile,
+            "ssl_certfile": ssl_certfile,
+            "ssl_keyfile_password": ssl_keyfile_password,
+            "ssl_ca_certs": ssl_ca_certs,
+        }.items()
+        if value is not None
+    }
+    options = ServeOptions(
+        store, host, port, config, workers, root_path, insecure, pop_wait, access_log, ssl=ssl
+    )
+    check_exposure(options, options.settings())  # a bad config or host: exit 2 before binding
+    _banner(Console(stderr=True), host, port, root_path, bool(ssl_certfile))
+    run(options)
+
+
+@click.command()
+@click.option("--name", required=True, help="A name for the token (shown in 403 answers).")
+@click.option(
+    "--topics",
+    default="*",
+    show_default=True,
+    help="Comma-separated topic globs the token may touch.",
+)
+@click.option(
+    "--actions",
+    default="put,reserve,read",
+    show_default=True,
+    help=f"Comma-separated actions from {', '.join(_ACTIONS)}.",
+)
+def token(name: str, topics: str, actions: str) -> None:
+    """Make a new bearer token; print it once, and the [[tokens]] entry
+    (its SHA-256 digest, not the token) to add to the server's config."""
+    from chronoq.server.auth import hash_token, new_token
+
+    wanted = [a.strip() for a in actions.split(",") if a.strip()]
+    bad = [a for a in wanted if a not in _ACTIONS]
+    if bad or not wanted:
+        click.echo(f"Error: unknown actions {bad}; choose from {', '.join(_ACTIONS)}", err=True)
+        click.get_current_context().exit(EXIT_BAD_INPUT)
+    globs = [t.strip() for t in topics.split(",") if t.strip()] or ["*"]
+    secret = new_token()
+    console = Console()
+    console.print(f"# the token (shown once; give it to the client): {secret}", highlight=False)
+    console.print(
+        "[[tokens]]\n"
+        f'name = "{name}"\n'
+        f'sha256 = "{hash_token(secret)}"\n'
+        f"topics = {globs!r}\n".replace("'", '"')
+        + f"actions = {wanted!r}".replace("'", '"'),
+        highlight=False,
+        markup=False,
+    )

@@ -1,0 +1,213 @@
+"""The ASGI application: dispatch of each request to its route, the body
+read under a size limit and decoded to the route's type, the token checked,
+and every failure answered ``{"error": {"code", "message"}}`` — a traceback
+goes to the log, never to the client."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import msgspec
+
+from chronoq.errors import ChronoqError
+from chronoq.server.problems import ApiError, from_chronoq
+from chronoq.server.routing import Call, Reply, Route, Router, query_of
+from chronoq.server.settings import ServerSettings
+from chronoq.server.wire import ENCODER
+
+__all__ = ["ASGIApp", "Observer", "Receive", "Scope", "Send", "Service"]
+
+log = logging.getLogger("chronoq")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+Observer = Callable[[str, int, float], None]  # route template, status, seconds
+
+_JSON = b"application/json"
+
+
+async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
+    for name, value in scope["headers"]:
+        if name == b"content-length" and value.isdigit() and int(value) > limit:
+            raise ApiError(413, "too_large", f"the body is over {limit} bytes: send less at once")
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise asyncio.CancelledError  # nobody to answer
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, "too_large", f"the body is over {limit} bytes: send less at once")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _header(scope: Scope, wanted: bytes) -> bytes | None:
+    for name, value in scope["headers"]:
+        if name == wanted:
+            return bytes(value)
+    return None
+
+
+async def _watch_hang_up(receive: Receive, hung_up: asyncio.Event) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    hung_up.set()
+
+
+class Service:
+    """What the routes share: settings, and hooks run when the server stops."""
+
+    def __init__(self, settings: ServerSettings) -> None:
+        self.settings = settings
+        self.on_start: list[Callable[[], Awaitable[None]]] = []
+        self.on_drain: list[Callable[[], Awaitable[None]]] = []
+        self.on_close: list[Callable[[], Awaitable[None]]] = []
+        self._drained = False
+
+    async def drain(self) -> None:
+        """Answer waiting requests now (SIGTERM): long polls get []."""
+        if not self._drained:
+            self._drained = True
+            for hook in self.on_drain:
+                await hook()
+
+    async def close(self) -> None:
+        await self.drain()
+        for hook in self.on_close:
+            await hook()
+
+
+class App:
+    """An ASGI app over a ``Router``, with other ASGI apps mounted at prefixes."""
+
+    def __init__(
+        self,
+        service: Service,
+        router: Router,
+        mounts: dict[str, ASGIApp] | None = None,
+        observe: Observer | None = None,
+    ) -> None:
+        self.service = service
+        self.router = router
+        self.mounts = dict(mounts or {})
+        self.observe = observe
+        self._decoders: dict[int, msgspec.json.Decoder[Any]] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 1000})
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                for hook in self.service.on_start:
+                    await hook()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.service.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def _path(self, scope: Scope) -> bytes:
+        path: bytes = scope.get("raw_path") or scope["path"].encode()
+        path = path.partition(b"?")[0]
+        root = scope.get("root_path", "").encode()
+        if root and path.startswith(root):
+            path = path[len(root) :] or b"/"
+        return path
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = self._path(scope)
+        for prefix, app in self.mounts.items():
+            if path == prefix.encode().rstrip(b"/") or path.startswith(prefix.encode()):
+                await app(scope, receive, send)
+                return
+        started = time.perf_counter()
+        template = "unmatched"
+        hang_up_watch: asyncio.Task[None] | None = None
+        try:
+            route, params = self.router.match(scope["method"], path)
+            template = route.path
+            call = await self._call(route, params, scope, receive)
+            if route.long_poll:
+                call.hung_up = asyncio.Event()
+                hang_up_watch = asyncio.ensure_future(_watch_hang_up(receive, call.hung_up))
+            reply = await route.handler(call)
+        except ApiError as exc:
+            reply = Reply(exc.status, exc.body(), headers=tuple(exc.headers()))
+        except ChronoqError as exc:
+            problem = from_chronoq(exc)
+            if problem.status >= 500 and problem.status != 503:
+                log.exception("%s %s failed", scope["method"], template)
+            reply = Reply(problem.status, problem.body(), headers=tuple(problem.headers()))
+        except asyncio.CancelledError:
+            if hang_up_watch is not None:
+                hang_up_watch.cancel()
+            raise
+        except Exception:
+            log.exception("%s %s failed", scope["method"], template)
+            problem = ApiError(500, "internal", "an internal error; it is in the server's log")
+            reply = Reply(500, problem.body())
+        try:
+            await self._send(send, reply)
+        finally:
+            if hang_up_watch is not None:
+                hang_up_watch.cancel()
+            if self.observe is not None:
+                self.observe(template, reply.status, time.perf_counter() - started)
+
+    async def _call(
+        self, route: Route, params: dict[str, str], scope: Scope, receive: Receive
+    ) -> Call:
+        settings = self.service.settings
+        token = None
+        if route.action is not None and settings.auth.enabled:
+            token = settings.auth.identify(_header(scope, b"authorization"))
+            settings.auth.check(token, route.action, params.get("topic"))
+        raw = b""
+        if scope["method"] in ("POST", "PUT", "PATCH", "DELETE"):
+            raw = await _read_body(scope, receive, settings.limits.max_body)
+        body = None
+        if route.body is not None and not route.raw_body:
+            body = self._decode(route, raw)
+        return Call(params, body, query_of(scope.get("query_string", b"")), token, raw_body=raw)
+
+    def _decode(self, route: Route, raw: bytes) -> Any:
+        decoder = self._decoders.get(id(route))
+        if decoder is None:
+            decoder = self._decoders[id(route)] = msgspec.json.Decoder(route.body)
+        try:
+            return decoder.decode(raw or b"{}")
+        except msgspec.ValidationError as exc:
+            raise ApiError(400, "invalid_input", f"bad request body: {exc}") from None
+        except msgspec.DecodeError as exc:
+            raise ApiError(400, "bad_json", f"the body is not valid JSON: {exc}") from None
+
+    async def _send(self, send: Send, reply: Reply) -> None:
+        body = reply.body if isinstance(reply.body, bytes) else ENCODER.encode(reply.body)
+        headers = [
+            (b"content-type", reply.content_type),
+            (b"content-length", str(len(body)).encode()),
+            *reply.headers,
+        ]
+        with contextlib.suppress(OSError):  # the client is gone: nothing to tell it
+            await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+            await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,201 @@
+"""Long polls that share the store's wake-up: all the waiting requests of one
+topic in this process wait behind one watcher (on Redis, one blocked
+connection over the topic's shards), and one task reserves for them in the
+order they came, so a thousand idle long polls cost one connection and no
+CPU, and a job that becomes due is reserved once, for the first in line."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from chronoq.aio import AsyncQueue
+from chronoq.backends.base import AsyncWatcher, ReserveResult
+from chronoq.errors import ChronoqError
+from chronoq.job import Reservation
+
+__all__ = ["LongPolls"]
+
+log = logging.getLogger("chronoq")
+
+_MAX_WAIT_S = 300.0  # a hub's single wait on the store, when its waiters wait longer
+
+
+@dataclass(eq=False)
+class _Waiter:
+    count: int
+    ttr: float | None
+    deadline: float  # loop.time()
+    jobs: asyncio.Future[list[Reservation]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+
+class _Hub:
+    """The waiters of one topic, and the task that reserves for them."""
+
+    def __init__(self, polls: LongPolls, topic: str) -> None:
+        self.polls = polls
+        self.topic = topic
+        self.waiters: deque[_Waiter] = deque()
+        self.task: asyncio.Task[None] | None = None
+
+    def _head(self) -> _Waiter | None:
+        while self.waiters and self.waiters[0].jobs.done():  # timed out, hung up
+            self.waiters.popleft()
+        return self.waiters[0] if self.waiters else None
+
+    async def run(self) -> None:
+        queue = self.polls.queue
+        try:
+            watcher = await queue.watch(self.topic)
+        except ChronoqError as exc:
+            self._fail(exc)
+            return
+        try:
+            while self._head() is not None and not self.polls.closing.is_set():
+                result = await self._serve(watcher)
+                if result is None:
+                    break
+                await self._wait(watcher, result)
+        except ChronoqError as exc:
+            self._fail(exc)
+        finally:
+            self.polls.hub_done(self)
+            with contextlib.suppress(ChronoqError):
+                await watcher.close()  # hands on a due-time wake-up it holds
+
+    async def _serve(self, watcher: AsyncWatcher) -> ReserveResult | None:
+        """Reserve for the waiters in turn until an attempt leases nothing
+        (returned, for its next wake-up time); None when no one is waiting."""
+        queue = self.polls.queue
+        while (head := self._head()) is not None:
+            result = await queue.reserve_once(self.topic, head.count, ttr=head.ttr, watcher=watcher)
+            if not result.jobs:
+                return result
+            if head.jobs.done():  # gave up while the call ran: the jobs go back
+                await self.polls.give_back(result.jobs)
+            else:
+                head.jobs.set_result(result.jobs)
+                self.waiters.popleft()
+        return None
+
+    async def _wait(self, watcher: AsyncWatcher, result: ReserveResult) -> None:
+        loop = asyncio.get_running_loop()
+        last = max((w.deadline for w in self.waiters), default=loop.time())
+        limit = min(max(last - loop.time(), 0.001), _MAX_WAIT_S)
+        waiting = asyncio.ensure_future(self.polls.queue.wait_for_jobs(watcher, result, limit))
+        closing = asyncio.ensure_future(self.polls.closing.wait())
+        try:
+            await asyncio.wait({waiting, closing}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            closing.cancel()
+            if not waiting.done():
+                waiting.cancel()  # a watcher's wait may be cancelled safely
+                with contextlib.suppress(asyncio.CancelledError, ChronoqError):
+                    await waiting
+        if waiting.done() and not waiting.cancelled() and waiting.exception() is not None:
+            raise waiting.exception()  # type: ignore[misc]
+
+    def _fail(self, exc: ChronoqError) -> None:
+        for waiter in self.waiters:
+            if not waiter.jobs.done():
+                waiter.jobs.set_exception(exc)
+        self.waiters.clear()
+
+
+class LongPolls:
+    """The long polls of one server process, by topic."""
+
+    def __init__(self, queue: AsyncQueue) -> None:
+        self.queue = queue
+        self.closing = asyncio.Event()
+        self._hubs: dict[str, _Hub] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def waiting(self) -> int:
+        """How many requests wait (for tests and metrics)."""
+        return sum(1 for hub in self._hubs.values() for w in hub.waiters if not w.jobs.done())
+
+    @property
+    def watchers(self) -> int:
+        """How many watchers (store wake-ups) this process holds."""
+        return len(self._hubs)
+
+    async def reserve(
+        self,
+        topic: str,
+        count: int,
+        ttr: float | None,
+        wait: float,
+        hung_up: asyncio.Event | None = None,
+    ) -> list[Reservation]:
+        """Up to ``count`` jobs, waiting up to ``wait`` seconds for the first;
+        [] when the wait ends, the client hangs up or the server stops."""
+        jobs = (await self.queue.reserve_once(topic, count, ttr=ttr)).jobs
+        if jobs or wait <= 0 or self.closing.is_set():
+            return jobs
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(count, ttr, loop.time() + wait)
+        self._join(topic, waiter)
+        stops: list[asyncio.Future[Any]] = [asyncio.ensure_future(self.closing.wait())]
+        if hung_up is not None:
+            stops.append(asyncio.ensure_future(hung_up.wait()))
+        try:
+            await asyncio.wait(
+                [waiter.jobs, *stops], timeout=wait, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            for stop in stops:
+                stop.cancel()
+            if not waiter.jobs.done():
+                waiter.jobs.cancel()  # the hub gives back what it leases for it now
+        return [] if waiter.jobs.cancelled() else waiter.jobs.result()
+
+    def _join(self, topic: str, waiter: _Waiter) -> None:
+        hub = self._hubs.get(topic)
+        if hub is None:
+            hub = self._hubs[topic] = _Hub(self, topic)
+        hub.waiters.append(waiter)
+        if hub.task is None:
+            hub.task = self._spawn(hub.run())
+
+    def hub_done(self, hub: _Hub) -> None:
+        if self._hubs.get(hub.topic) is hub:
+            del self._hubs[hub.topic]
+        if hub.waiters and not self.closing.is_set():  # joined after its last turn
+            self._hubs[hub.topic] = hub
+            hub.task = self._spawn(hub.run())
+
+    async def give_back(self, jobs: list[Reservation]) -> None:
+        """Release leased jobs that no client will get (now, not after their ttr)."""
+        for job in jobs:
+            try:
+                await self.queue.release(job, error="the HTTP client was gone")
+            except ChronoqError as exc:
+                log.warning("could not give back job %r of %r: %s", job.id, job.topic, exc)
+
+    def give_back_later(self, jobs: list[Reservation]) -> None:
+        if jobs:
+            self._spawn(self.give_back(jobs))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def close(self) -> None:
+        """Answer every waiting request with [] and stop the hubs."""
+        self.closing.set()
+        for hub in list(self._hubs.values()):
+            for waiter in hub.waiters:
+                waiter.jobs.cancel()
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=10)

@@ -1,0 +1,108 @@
+"""Routes: one table that both dispatches requests and describes them in the
+OpenAPI document. A path template's ``{name}`` matches one path segment
+(percent-decoded, so a job id may hold ``/`` sent as ``%2F``)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, unquote
+
+from chronoq.server.auth import Action, Token
+from chronoq.server.problems import ApiError
+
+__all__ = ["Call", "Handler", "Param", "Reply", "Route", "Router"]
+
+
+@dataclass
+class Call:
+    """One request as a handler sees it."""
+
+    params: dict[str, str]
+    body: Any  # the decoded request type, or None
+    query: dict[str, str]
+    token: Token | None
+    hung_up: asyncio.Event | None = None  # set when the client hangs up (long polls)
+    raw_body: bytes = b""
+
+    def param(self, name: str) -> str:
+        return self.params[name]
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    body: Any  # encoded with msgspec (a Struct, dict, list) or raw bytes
+    content_type: bytes = b"application/json"
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+
+
+Handler = Callable[[Call], Awaitable[Reply]]
+
+
+@dataclass(frozen=True)
+class Param:
+    """A query parameter, for the OpenAPI document."""
+
+    name: str
+    schema: dict[str, Any]
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    handler: Handler
+    summary: str
+    action: Action | None = None  # None: open to anyone
+    body: Any = None  # the msgspec type of the JSON body
+    answers: dict[int, Any] = field(default_factory=dict)  # status -> msgspec type
+    query: tuple[Param, ...] = ()
+    tag: str = "jobs"
+    long_poll: bool = False  # watches for the client hanging up
+    in_schema: bool = True
+    raw_body: bool = False  # the handler parses the body itself
+
+    @property
+    def segments(self) -> list[str]:
+        return self.path.strip("/").split("/") if self.path != "/" else []
+
+
+class Router:
+    def __init__(self) -> None:
+        self.routes: list[Route] = []
+        self._by_shape: dict[int, list[tuple[list[str], Route]]] = {}
+
+    def add(self, route: Route) -> None:
+        self.routes.append(route)
+        segments = route.segments
+        self._by_shape.setdefault(len(segments), []).append((segments, route))
+
+    def match(self, method: str, raw_path: bytes) -> tuple[Route, dict[str, str]]:
+        """The route for a request; raises 404 or 405 ApiError."""
+        text = raw_path.decode("latin-1")
+        parts = text.strip("/").split("/") if text.strip("/") else []
+        allowed: list[str] = []
+        for template, route in self._by_shape.get(len(parts), ()):
+            params: dict[str, str] = {}
+            for want, got in zip(template, parts, strict=True):
+                if want[:1] == "{":
+                    params[want[1:-1]] = unquote(got)
+                elif want != got:
+                    break
+            else:
+                if route.method == method:
+                    return route, params
+                allowed.append(route.method)
+        if allowed:
+            raise ApiError(
+                405, "method_not_allowed", f"{method} is not allowed here; use {', '.join(allowed)}"
+            )
+        raise ApiError(404, "no_such_route", f"no endpoint at {text}: see /openapi.json")
+
+
+def query_of(raw: bytes) -> dict[str, str]:
+    return dict(parse_qsl(raw.decode("latin-1"), keep_blank_values=True)) if raw else {}

@@ -1,0 +1,139 @@
+"""Running the app on uvicorn (uvloop, httptools): one process or
+``--workers N`` sharing one listening socket, each with its own queue on the
+one store. SIGTERM first answers waiting long polls (with []), then uvicorn
+finishes the requests in flight and stops."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import logging
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from types import FrameType
+from typing import Any
+
+import uvicorn
+from uvicorn.supervisors import Multiprocess
+
+from chronoq.server.app import ChronoqApp, create_app
+from chronoq.server.settings import ConfigError, ServerSettings, load_settings
+
+__all__ = ["ServeOptions", "app_from_env", "check_exposure", "run"]
+
+log = logging.getLogger("chronoq")
+
+_ENV = "CHRONOQ_SERVE_OPTIONS"  # how the options reach each worker process
+_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+@dataclass
+class ServeOptions:
+    store: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 7070
+    config: str | None = None
+    workers: int = 1
+    root_path: str = ""
+    insecure: bool = False
+    pop_wait: float | None = None
+    access_log: bool = False
+    log_level: str = "info"
+    ssl: dict[str, Any] = field(default_factory=dict)  # uvicorn's ssl_* options
+
+    def settings(self) -> ServerSettings:
+        settings = load_settings(self.config) if self.config else ServerSettings()
+        if self.pop_wait is not None:
+            settings = settings.with_limits(pop_wait=self.pop_wait)
+        return settings
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(options: ServeOptions, settings: ServerSettings) -> None:
+    """Without tokens the server answers anyone who reaches it: refuse a
+    non-loopback address unless ``--insecure`` says that is intended."""
+    if settings.auth.enabled or options.insecure or _is_loopback(options.host):
+        return
+    raise ConfigError(
+        f"refusing to listen on {options.host} without tokens: anyone who reaches it could "
+        "put, take and delete jobs. Give --config with [[tokens]] (see `chronoq token`), "
+        "or --insecure if a firewall or proxy guards it"
+    )
+
+
+def _drain_on_signals(app: ChronoqApp) -> Callable[[], Any]:
+    """Lifespan hook: SIGTERM and SIGINT drain the app, then reach the
+    server's own handler (uvicorn's, which starts its graceful stop)."""
+
+    async def install() -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        loop = asyncio.get_running_loop()
+        for sig in _SIGNALS:
+            previous = signal.getsignal(sig)
+
+            def handler(number: int, frame: FrameType | None, previous: Any = previous) -> None:
+                loop.call_soon_threadsafe(lambda: asyncio.ensure_future(app.service.drain()))
+                if callable(previous):
+                    previous(number, frame)
+
+            signal.signal(sig, handler)
+
+    return install
+
+
+def app_from_env() -> ChronoqApp:
+    """The app of one worker process, from the options ``run`` left in the
+    environment (uvicorn's factory)."""
+    options = ServeOptions(**json.loads(os.environ[_ENV]))
+    app = create_app(options.store, settings=options.settings())
+    app.service.on_start.append(_drain_on_signals(app))
+    return app
+
+
+def run(options: ServeOptions) -> None:
+    """Serve until SIGTERM/SIGINT. Raises ``ConfigError`` on bad options."""
+    settings = options.settings()  # fail here, once, not in every worker
+    check_exposure(options, settings)
+    os.environ[_ENV] = json.dumps(asdict(options))
+    metrics_dir = None
+    if options.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        metrics_dir = tempfile.mkdtemp(prefix="chronoq-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    config = uvicorn.Config(
+        "chronoq.server.serving:app_from_env",
+        factory=True,
+        host=options.host,
+        port=options.port,
+        workers=options.workers,
+        root_path=options.root_path,
+        loop="uvloop",
+        http="httptools",
+        access_log=options.access_log,
+        log_level=options.log_level,
+        timeout_graceful_shutdown=30,
+        server_header=False,
+        **options.ssl,
+    )
+    try:
+        if options.workers > 1:
+            Multiprocess(config, sockets=[config.bind_socket()]).run()
+        else:
+            uvicorn.Server(config).run()
+    finally:
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)

@@ -1,0 +1,458 @@
+"""The /v1 endpoints of DESIGN §8: each one a thin call of ``AsyncQueue``."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from chronoq.aio import AsyncQueue
+from chronoq.job import Job, JobLease
+from chronoq.server import wire
+from chronoq.server.auth import Action
+from chronoq.server.longpoll import LongPolls
+from chronoq.server.metrics import Metrics
+from chronoq.server.problems import ApiError
+from chronoq.server.routing import Call, Param, Reply, Route
+from chronoq.server.settings import Limits
+
+__all__ = ["v1_routes"]
+
+_TOPIC = "/v1/topics/{topic}"
+_JOB = _TOPIC + "/jobs/{id}"
+_ERRORS = {400: wire.ErrorBody, 401: wire.ErrorBody, 403: wire.ErrorBody, 503: wire.ErrorBody}
+
+
+def _job(spec: wire.PutJob) -> Job:
+    payload = spec.payload
+    if spec.payload_b64 is not None:
+        if payload is not None:
+            raise ApiError(400, "invalid_input", "give payload or payload_b64, not both")
+        try:
+            payload = base64.b64decode(spec.payload_b64, validate=True)
+        except (binascii.Error, ValueError):
+            raise ApiError(400, "invalid_input", "payload_b64 is not valid base64") from None
+    return Job(
+        payload,
+        spec.delay,
+        spec.run_at,
+        spec.id,
+        spec.priority,
+        spec.ttr,
+        spec.max_attempts,
+        spec.unique_for,
+    )
+
+
+def _ok(body: Any, status: int = 200) -> Reply:
+    return Reply(status, body)
+
+
+class V1:
+    def __init__(
+        self, queue: AsyncQueue, polls: LongPolls, limits: Limits, metrics: Metrics
+    ) -> None:
+        self.q = queue
+        self.polls = polls
+        self.limits = limits
+        self.metrics = metrics
+
+    # -- producing ---------------------------------------------------------------
+
+    async def put(self, call: Call) -> Reply:
+        spec: wire.PutJob = call.body
+        job = _job(spec)
+        result = await self.q.put(
+            call.param("topic"),
+            job.payload,
+            delay=job.delay,
+            run_at=job.run_at,
+            id=job.id,
+            priority=job.priority,
+            ttr=job.ttr,
+            max_attempts=job.max_attempts,
+            unique_for=job.unique_for,
+            replace=spec.replace,
+        )
+        self.metrics.transition(call.param("topic"), "put", int(result.created))
+        return _ok(wire.put_body(result), 201 if result.created else 200)
+
+    async def put_batch(self, call: Call) -> Reply:
+        batch: wire.BatchPut = call.body
+        if len(batch.jobs) > self.limits.max_batch:
+            raise ApiError(
+                400,
+                "too_many",
+                f"{len(batch.jobs)} jobs in one batch, over the limit of "
+                f"{self.limits.max_batch}: split it",
+            )
+        jobs = []
+        for index, spec in enumerate(batch.jobs):
+            if spec.replace:
+                raise ApiError(
+                    400,
+                    "invalid_job",
+                    "replace is set for the whole batch, not per job",
+                    index=index,
+                )
+            try:
+                jobs.append(_job(spec))
+            except ApiError as exc:
+                raise ApiError(
+                    400, "invalid_job", f"job #{index} of the batch: {exc.message}", index=index
+                ) from None
+        results = await self.q.put_many(call.param("topic"), jobs, replace=batch.replace)
+        self.metrics.transition(call.param("topic"), "put", sum(r.created for r in results))
+        return _ok(wire.BatchPutResult([wire.put_body(r) for r in results]))
+
+    # -- consuming -----------------------------------------------------------------
+
+    async def reserve(self, call: Call) -> Reply:
+        body: wire.ReserveBody = call.body
+        limits = self.limits
+        if body.count > limits.max_count:
+            raise ApiError(
+                400,
+                "invalid_input",
+                f"count must be at most {limits.max_count} (this server's max_count)",
+            )
+        if body.wait > limits.max_wait:
+            raise ApiError(
+                400,
+                "invalid_input",
+                f"wait must be at most {limits.max_wait:g} "
+                "seconds (this server's max_wait): poll again when it ends",
+            )
+        jobs = await self.polls.reserve(
+            call.param("topic"), body.count, body.ttr, body.wait, call.hung_up
+        )
+        if jobs and call.hung_up is not None and call.hung_up.is_set():
+            await self.polls.give_back(jobs)  # nobody to hand them to
+            jobs = []
+        self.metrics.reserved(jobs)
+        return _ok(wire.ReserveResultBody([wire.reservation_body(job) for job in jobs]))
+
+    async def ack(self, call: Call) -> Reply:
+        body: wire.LeaseBody = call.body
+        await self.q.ack(call.param("topic"), call.param("id"), body.lease)
+        self.metrics.transition(call.param("topic"), "ack")
+        return _ok(wire.Empty())
+
+    async def ack_batch(self, call: Call) -> Reply:
+        batch: wire.AckBatch = call.body
+        if len(batch.leases) > self.limits.max_batch:
+            raise ApiError(
+                400,
+                "too_many",
+                f"{len(batch.leases)} leases in one batch, over the "
+                f"limit of {self.limits.max_batch}: split it",
+            )
+        topic = call.param("topic")
+        lost = await self.q.ack_many([JobLease(topic, ref.id, ref.lease) for ref in batch.leases])
+        self.metrics.transition(topic, "ack", len(batch.leases) - len(lost))
+        return _ok(wire.AckBatchResult(lost))
+
+    async def nack(self, call: Call) -> Reply:
+        body: wire.NackBody = call.body
+        state = await self.q.nack(
+            call.param("topic"), call.param("id"), body.lease, delay=body.delay, error=body.error
+        )
+        self.metrics.transition(call.param("topic"), "nack")
+        return _ok(wire.NackResult(state.value))
+
+    async def touch(self, call: Call) -> Reply:
+        body: wire.TouchBody = call.body
+        deadline = await self.q.touch(
+            call.param("topic"), call.param("id"), body.lease, ttr=body.ttr
+        )
+        return _ok(wire.Touched(deadline))
+
+    async def bury(self, call: Call) -> Reply:
+        body: wire.StateBody = call.body
+        await self.q.bury(call.param("topic"), call.param("id"), body.lease, error=body.error)
+        self.metrics.transition(call.param("topic"), "bury")
+        return _ok(wire.NackResult("dead"))
+
+    async def release(self, call: Call) -> Reply:
+        body: wire.StateBody = call.body
+        await self.q.release(call.param("topic"), call.param("id"), body.lease, error=body.error)
+        return _ok(wire.Empty())
+
+    # -- by id ---------------------------------------------------------------------------
+
+    async def get(self, call: Call) -> Reply:
+        info = await self.q.get(call.param("topic"), call.param("id"))
+        if info is None:
+            raise ApiError(
+                404,
+                "not_found",
+                f"no job {call.param('id')!r} on topic "
+                f"{call.param('topic')!r} (never put, or acked, or deleted)",
+            )
+        return _ok(wire.info_body(info))
+
+    async def delete(self, call: Call) -> Reply:
+        deleted = await self.q.delete(call.param("topic"), call.param("id"))
+        self.metrics.transition(call.param("topic"), "delete", int(deleted))
+        return _ok(wire.Deleted(deleted))
+
+    async def reschedule(self, call: Call) -> Reply:
+        body: wire.RescheduleBody = call.body
+        done = await self.q.reschedule(
+            call.param("topic"), call.param("id"), delay=body.delay, run_at=body.run_at
+        )
+        return _ok(wire.Rescheduled(done))
+
+    # -- topic-wide ------------------------------------------------------------------------
+
+    async def topics(self, call: Call) -> Reply:
+        names = await self.q.topics()
+        token = call.token
+        if token is not None:  # only what the token may read
+            names = [name for name in names if token.allows(Action.READ, name)]
+        return _ok(wire.TopicList(names))
+
+    async def stats(self, call: Call) -> Reply:
+        return _ok(await self.q.stats(call.param("topic")))
+
+    async def dead(self, call: Call) -> Reply:
+        raw = call.query.get("limit", "100")
+        if not raw.isdigit() or not 1 <= int(raw) <= 1000:
+            raise ApiError(
+                400, "invalid_input", f"limit must be an integer from 1 to 1000, got {raw!r}"
+            )
+        jobs = await self.q.dead(call.param("topic"), int(raw))
+        return _ok(wire.JobList([wire.info_body(info) for info in jobs]))
+
+    async def requeue(self, call: Call) -> Reply:
+        body: wire.Requeue = call.body
+        return _ok(wire.Requeued(await self.q.requeue(call.param("topic"), body.ids)))
+
+    async def purge(self, call: Call) -> Reply:
+        return _ok({"purged": await self.q.purge(call.param("topic"))})
+
+    async def pause(self, call: Call) -> Reply:
+        await self.q.pause(call.param("topic"))
+        return _ok(wire.Paused(True))
+
+    async def resume(self, call: Call) -> Reply:
+        await self.q.resume(call.param("topic"))
+        return _ok(wire.Paused(False))
+
+
+def v1_routes(queue: AsyncQueue, polls: LongPolls, limits: Limits, metrics: Metrics) -> list[Route]:
+    api = V1(queue, polls, limits, metrics)
+    lease_errors = {**_ERRORS, 404: wire.ErrorBody, 409: wire.ErrorBody}
+    put, reserve, read, admin = Action.PUT, Action.RESERVE, Action.READ, Action.ADMIN
+    limit = Param(
+        "limit",
+        {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
+        "how many dead jobs at most",
+    )
+
+    def route(
+        method: str,
+        path: str,
+        handler: Any,
+        summary: str,
+        action: Action,
+        body: Any,
+        answer: Any,
+        *,
+        status: int = 200,
+        errors: dict[int, Any] | None = None,
+        tag: str = "jobs",
+        **extra: Any,
+    ) -> Route:
+        answers = {status: answer, **(errors or _ERRORS)}
+        return Route(method, path, handler, summary, action, body, answers, tag=tag, **extra)
+
+    return [
+        Route(
+            "POST",
+            _TOPIC + "/jobs",
+            api.put,
+            "Put one job (201 created, 200 it existed)",
+            put,
+            wire.PutJob,
+            {201: wire.PutResultBody, 200: wire.PutResultBody, **_ERRORS},
+            tag="produce",
+        ),
+        route(
+            "POST",
+            _TOPIC + "/jobs:batch",
+            api.put_batch,
+            "Put up to max_batch jobs: all checked first, all or nothing",
+            put,
+            wire.BatchPut,
+            wire.BatchPutResult,
+            tag="produce",
+        ),
+        route(
+            "POST",
+            _TOPIC + "/reserve",
+            api.reserve,
+            "Lease up to count due jobs, waiting up to wait seconds (long poll)",
+            reserve,
+            wire.ReserveBody,
+            wire.ReserveResultBody,
+            tag="consume",
+            long_poll=True,
+        ),
+        route(
+            "POST",
+            _TOPIC + "/jobs:ack",
+            api.ack_batch,
+            "Ack many leases at once",
+            reserve,
+            wire.AckBatch,
+            wire.AckBatchResult,
+            tag="consume",
+        ),
+        route(
+            "POST",
+            _JOB + "/ack",
+            api.ack,
+            "Ack a leased job: it is done",
+            reserve,
+            wire.LeaseBody,
+            wire.Empty,
+            errors=lease_errors,
+            tag="consume",
+        ),
+        route(
+            "POST",
+            _JOB + "/nack",
+            api.nack,
+            "Give a leased job back for a retry",
+            reserve,
+            wire.NackBody,
+            wire.NackResult,
+            errors=lease_errors,
+            tag="consume",
+        ),
+        route(
+            "POST",
+            _JOB + "/touch",
+            api.touch,
+            "Extend a lease",
+            reserve,
+            wire.TouchBody,
+            wire.Touched,
+            errors=lease_errors,
+            tag="consume",
+        ),
+        route(
+            "POST",
+            _JOB + "/bury",
+            api.bury,
+            "Move a leased job to the dead letters",
+            reserve,
+            wire.StateBody,
+            wire.NackResult,
+            errors=lease_errors,
+            tag="consume",
+        ),
+        route(
+            "POST",
+            _JOB + "/release",
+            api.release,
+            "Give a leased job back now, without counting a failure",
+            reserve,
+            wire.StateBody,
+            wire.Empty,
+            errors=lease_errors,
+            tag="consume",
+        ),
+        route(
+            "GET",
+            _JOB,
+            api.get,
+            "A job's state, payload, attempts, last error",
+            read,
+            None,
+            wire.JobInfoBody,
+            errors={**_ERRORS, 404: wire.ErrorBody},
+        ),
+        route("DELETE", _JOB, api.delete, "Cancel a job (any state)", put, None, wire.Deleted),
+        route(
+            "POST",
+            _JOB + "/reschedule",
+            api.reschedule,
+            "Move a waiting job's due time",
+            put,
+            wire.RescheduleBody,
+            wire.Rescheduled,
+        ),
+        route(
+            "GET",
+            "/v1/topics",
+            api.topics,
+            "The topics with jobs",
+            read,
+            None,
+            wire.TopicList,
+            tag="topics",
+        ),
+        route(
+            "GET",
+            _TOPIC + "/stats",
+            api.stats,
+            "Counts per state, paused, next due time",
+            read,
+            None,
+            dict[str, Any],
+            tag="topics",
+        ),
+        route(
+            "GET",
+            _TOPIC + "/dead",
+            api.dead,
+            "Dead jobs, oldest first",
+            read,
+            None,
+            wire.JobList,
+            tag="topics",
+            query=(limit,),
+        ),
+        route(
+            "POST",
+            _TOPIC + "/dead/requeue",
+            api.requeue,
+            "Move dead jobs (all, or those named) back to ready",
+            admin,
+            wire.Requeue,
+            wire.Requeued,
+            tag="topics",
+        ),
+        route(
+            "POST",
+            _TOPIC + "/purge",
+            api.purge,
+            "Delete every job of the topic",
+            admin,
+            None,
+            dict[str, int],
+            tag="topics",
+        ),
+        route(
+            "POST",
+            _TOPIC + "/pause",
+            api.pause,
+            "Hand out no job until resumed",
+            admin,
+            None,
+            wire.Paused,
+            tag="topics",
+        ),
+        route(
+            "POST",
+            _TOPIC + "/resume",
+            api.resume,
+            "Hand out jobs again",
+            admin,
+            None,
+            wire.Paused,
+            tag="topics",
+        ),
+    ]

@@ -1,0 +1,280 @@
+"""The JSON bodies of the /v1 API as msgspec types: the server decodes and
+encodes with them, and the OpenAPI document is generated from them, so the
+two cannot disagree. Times are ms since the Unix epoch; durations seconds."""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta, Struct
+
+from chronoq.job import JobInfo, PutResult, Reservation
+
+__all__ = [
+    "AckBatch",
+    "AckBatchResult",
+    "BatchPut",
+    "BatchPutResult",
+    "Deleted",
+    "Empty",
+    "ErrorBody",
+    "JobBody",
+    "JobInfoBody",
+    "JobList",
+    "LeaseBody",
+    "LeaseRefBody",
+    "NackBody",
+    "NackResult",
+    "Paused",
+    "PutJob",
+    "PutResultBody",
+    "Requeue",
+    "Requeued",
+    "RescheduleBody",
+    "Rescheduled",
+    "ReserveBody",
+    "ReserveResultBody",
+    "StateBody",
+    "TopicList",
+    "TouchBody",
+    "Touched",
+    "info_body",
+    "put_body",
+    "reservation_body",
+]
+
+Seconds = Annotated[float, Meta(ge=0, description="seconds, ms resolution")]
+Lease = Annotated[str, Meta(min_length=1, description="the lease token of a reservation")]
+Priority = Annotated[int, Meta(ge=-1000, le=1000, description="higher is delivered first")]
+
+
+class PutJob(Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """One job to put. ``payload`` is any JSON value; a binary payload is
+    sent as ``payload_b64`` (base64) instead. ``delay`` and ``run_at``
+    (epoch seconds, or an ISO 8601 time; naive is UTC) are exclusive."""
+
+    payload: Any = None
+    payload_b64: str | None = None
+    delay: Seconds | None = None
+    run_at: float | datetime | None = None
+    id: str | None = None
+    priority: Priority = 0
+    ttr: Annotated[float, Meta(gt=0)] = 30.0
+    max_attempts: Annotated[int, Meta(ge=1, le=1_000_000)] = 5
+    unique_for: Seconds = 0.0
+    replace: bool = False
+
+
+class BatchPut(Struct, forbid_unknown_fields=True):
+    """Jobs to put at once: every one is checked first, and one invalid job
+    rejects the batch (its index is in the error) and writes nothing."""
+
+    jobs: list[PutJob]
+    replace: bool = False
+
+
+class PutResultBody(Struct):
+    id: str
+    created: bool
+    due_at: int
+
+
+class BatchPutResult(Struct):
+    results: list[PutResultBody]
+
+
+class ReserveBody(Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """Lease up to ``count`` due jobs; wait up to ``wait`` seconds for one."""
+
+    count: Annotated[int, Meta(ge=1)] = 1
+    wait: Seconds = 0.0
+    ttr: Annotated[float, Meta(gt=0)] | None = None
+
+
+class JobBody(Struct, omit_defaults=True):
+    """A leased job. ``lease`` fences the lease calls; ``deadline`` is when
+    the lease runs out (ms)."""
+
+    topic: str
+    id: str
+    payload: Any
+    attempts: int
+    lease: str
+    deadline: int
+    due_at: int
+    priority: int
+    max_attempts: int
+    ttr: float
+    created_at: int
+    payload_b64: str | None = None
+
+
+class ReserveResultBody(Struct):
+    jobs: list[JobBody]
+
+
+class LeaseBody(Struct, forbid_unknown_fields=True):
+    lease: Lease
+
+
+class NackBody(Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """``delay`` None: the job's backoff."""
+
+    lease: Lease
+    delay: Seconds | None = None
+    error: str | None = None
+
+
+class TouchBody(Struct, forbid_unknown_fields=True, omit_defaults=True):
+    lease: Lease
+    ttr: Annotated[float, Meta(gt=0)] | None = None
+
+
+class StateBody(Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """bury and release: the lease, and an optional error kept as last_error."""
+
+    lease: Lease
+    error: str | None = None
+
+
+class LeaseRefBody(Struct, forbid_unknown_fields=True):
+    id: str
+    lease: Lease
+
+
+class AckBatch(Struct, forbid_unknown_fields=True):
+    leases: list[LeaseRefBody]
+
+
+class AckBatchResult(Struct):
+    """``lost``: the ids whose lease was lost (nothing was done to them)."""
+
+    lost: list[str]
+
+
+class Empty(Struct):
+    pass
+
+
+class NackResult(Struct):
+    state: str
+
+
+class Touched(Struct):
+    deadline: int
+
+
+class RescheduleBody(Struct, forbid_unknown_fields=True, omit_defaults=True):
+    delay: Seconds | None = None
+    run_at: float | datetime | None = None
+
+
+class Rescheduled(Struct):
+    rescheduled: bool
+
+
+class Deleted(Struct):
+    deleted: bool
+
+
+class JobInfoBody(Struct, omit_defaults=True):
+    topic: str
+    id: str
+    state: str
+    payload: Any
+    due_at: int
+    priority: int
+    ttr: float
+    max_attempts: int
+    attempts: int
+    created_at: int
+    last_error: str | None
+    deadline: int | None
+    unique_for: float
+    payload_b64: str | None = None
+
+
+class JobList(Struct):
+    jobs: list[JobInfoBody]
+
+
+class TopicList(Struct):
+    topics: list[str]
+
+
+class Requeue(Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """``ids`` None: every dead job of the topic."""
+
+    ids: list[str] | None = None
+
+
+class Requeued(Struct):
+    requeued: int
+
+
+class Paused(Struct):
+    paused: bool
+
+
+class ErrorDetail(Struct, omit_defaults=True):
+    code: str
+    message: str
+    index: int | None = None
+
+
+class ErrorBody(Struct):
+    error: ErrorDetail
+
+
+def _payload(payload: Any) -> tuple[Any, str | None]:
+    if isinstance(payload, bytes):
+        return None, base64.b64encode(payload).decode()
+    return payload, None
+
+
+def put_body(result: PutResult) -> PutResultBody:
+    return PutResultBody(result.id, result.created, result.due_at)
+
+
+def reservation_body(job: Reservation) -> JobBody:
+    payload, b64 = _payload(job.payload)
+    return JobBody(
+        job.topic,
+        job.id,
+        payload,
+        job.attempts,
+        job.lease,
+        job.deadline,
+        job.due_at,
+        job.priority,
+        job.max_attempts,
+        job.ttr,
+        job.created_at,
+        b64,
+    )
+
+
+def info_body(info: JobInfo) -> JobInfoBody:
+    payload, b64 = _payload(info.payload)
+    return JobInfoBody(
+        info.topic,
+        info.id,
+        info.state.value,
+        payload,
+        info.due_at,
+        info.priority,
+        info.ttr,
+        info.max_attempts,
+        info.attempts,
+        info.created_at,
+        info.last_error,
+        info.deadline,
+        info.unique_for,
+        b64,
+    )
+
+
+ENCODER = msgspec.json.Encoder()
