@@ -44,7 +44,7 @@ class ChronoqApp(App):
         polls: LongPolls,
         metrics: Metrics,
     ) -> None:
-        ui = dashboard(queue, service)
+        ui = dashboard(queue, service, store)
         mounts = {"/ui/": ui} if ui is not None else {}
         super().__init__(service, router, mounts, observe=metrics.observe_request)
         self.queue = queue
@@ -118,4 +118,4 @@ def create_app(
     for route in routes:
         router.add(route)
     document = openapi_document(router.routes, settings.auth.enabled)
-    return ChronoqApp(service, router, q, polls, metrics)
+    return ChronoqApp(service, router, q, polls, metrics, store or q.url)

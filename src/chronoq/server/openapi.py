@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from importlib.metadata import version
+
 import msgspec
 
-import chronoq
 from chronoq.server.routing import Route
 
 __all__ = ["openapi_document"]
@@ -87,7 +88,7 @@ def openapi_document(routes: list[Route], secured: bool) -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {
             "title": "chronoq",
-            "version": chronoq.__version__,
+            "version": version("chronoq"),
             "description": "A delay queue over HTTP JSON: put jobs due later, reserve them "
             "under a lease, ack them. Times are ms since the Unix epoch; durations are "
             'seconds. Errors are {"error": {"code", "message"}}.',
