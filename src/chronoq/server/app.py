@@ -43,6 +43,7 @@ class ChronoqApp(App):
         queue: AsyncQueue,
         polls: LongPolls,
         metrics: Metrics,
+        store: str,
     ) -> None:
         ui = dashboard(queue, service, store)
         mounts = {"/ui/": ui} if ui is not None else {}
