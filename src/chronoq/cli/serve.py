@@ -19,16 +19,20 @@ def _banner(console: Console, host: str, port: int, root: str, tls: bool) -> Non
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     base = f"{'https' if tls else 'http'}://{shown}:{port}{root.rstrip('/')}"
     console.print(
-        Text.assemble(("chronoq serve", "bold"), f"  API  {base}/v1   docs {base}/openapi.json")
+        Text.assemble(("chronoq serve", "bold"), f"  API  {base}/v1   docs {base}/openapi.json"),
+        soft_wrap=True,
     )
-    console.print(f"dashboard  {base}/ui/      metrics {base}/metrics")
+    console.print(f"dashboard  {base}/ui/      metrics {base}/metrics", soft_wrap=True)
     console.print(
         f"try:  curl -s -X POST {base}/v1/topics/hello/jobs -H 'content-type: application/json' "
-        '-d \'{"payload": {"hi": 1}, "delay": 2}\''
+        '-d \'{"payload": {"hi": 1}, "delay": 2}\'',
+        highlight=False,
+        soft_wrap=True,
     )
     console.print(
         f"      curl -s -X POST {base}/v1/topics/hello/reserve -d '{{\"wait\": 5}}'",
         highlight=False,
+        soft_wrap=True,
     )
 
 
@@ -136,7 +140,11 @@ def token(name: str, topics: str, actions: str) -> None:
     globs = [t.strip() for t in topics.split(",") if t.strip()] or ["*"]
     secret = new_token()
     console = Console()
-    console.print(f"# the token (shown once; give it to the client): {secret}", highlight=False)
+    console.print(
+        f"# the token (shown once; give it to the client): {secret}",
+        highlight=False,
+        soft_wrap=True,
+    )
     console.print(
         "[[tokens]]\n"
         f'name = "{name}"\n'
@@ -144,5 +152,6 @@ def token(name: str, topics: str, actions: str) -> None:
         f"topics = {globs!r}\n".replace("'", '"')
         + f"actions = {wanted!r}".replace("'", '"'),
         highlight=False,
+        soft_wrap=True,
         markup=False,
     )

@@ -79,7 +79,7 @@ def create_app(
         except ApiError:
             raise
         except Exception as exc:  # any failure to read means unhealthy
-            raise ApiError(503, "store_unavailable", f"the store cannot be read: {exc}") from None
+            raise ApiError(503, "store_unavailable", f"the store is unavailable: {exc}") from None
         return Reply(200, Health(True, q.url))
 
     async def openapi(call: Call) -> Reply:
@@ -118,5 +118,5 @@ def create_app(
     ]
     for route in routes:
         router.add(route)
-    document = openapi_document(router.routes, settings.auth.enabled)
+    document = openapi_document(router.routes, settings.auth.enabled, settings.limits)
     return ChronoqApp(service, router, q, polls, metrics, store or q.url)

@@ -15,7 +15,8 @@ from typing import Any
 import msgspec
 
 from chronoq.errors import ChronoqError
-from chronoq.server.problems import ApiError, from_chronoq
+from chronoq.job import validate_id, validate_topic
+from chronoq.server.problems import ApiError, from_chronoq, invalid_body
 from chronoq.server.routing import Call, Reply, Route, Router, query_of
 from chronoq.server.settings import ServerSettings
 from chronoq.server.wire import ENCODER
@@ -178,6 +179,12 @@ class App:
         self, route: Route, params: dict[str, str], scope: Scope, receive: Receive
     ) -> Call:
         settings = self.service.settings
+        # the names in the path are checked before anything else is (the
+        # queue would check them too, but not on every path: an empty batch)
+        if "topic" in params:
+            validate_topic(params["topic"])
+        if "id" in params:
+            validate_id(params["id"])
         token = None
         if route.action is not None and settings.auth.enabled:
             token = settings.auth.identify(_header(scope, b"authorization"))
@@ -197,7 +204,7 @@ class App:
         try:
             return decoder.decode(raw or b"{}")
         except msgspec.ValidationError as exc:
-            raise ApiError(400, "invalid_input", f"bad request body: {exc}") from None
+            raise invalid_body(str(exc)) from None
         except msgspec.DecodeError as exc:
             raise ApiError(400, "bad_json", f"the body is not valid JSON: {exc}") from None
 

@@ -3,17 +3,19 @@ types the server decodes and encodes with: what it describes is what runs."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from importlib.metadata import version
+from typing import Any
 
 import msgspec
 
 from chronoq.server.routing import Route
+from chronoq.server.settings import Limits
 
 __all__ = ["openapi_document"]
 
 _REF = "#/components/schemas/{name}"
+ID_PATTERN = r"^[!-~]{1,256}$"
+YEAR_10000 = 253_402_300_800  # epoch seconds: a run_at beyond is a unit mistake
 
 
 def _path_params(route: Route) -> list[dict[str, Any]]:
@@ -37,7 +39,59 @@ def _path_params(route: Route) -> list[dict[str, Any]]:
     return params
 
 
-def openapi_document(routes: list[Route], secured: bool) -> dict[str, Any]:
+def _given(*names: str) -> dict[str, Any]:
+    """A schema matched when every one of ``names`` is there and not null."""
+    return {"required": list(names), "properties": {n: {"not": {"type": "null"}} for n in names}}
+
+
+def _integers(node: Any) -> None:
+    """A number that must be a multiple of 1 is what JSON Schema calls an integer."""
+    if isinstance(node, dict):
+        if node.get("type") == "number" and node.get("multipleOf") == 1:
+            node["type"] = "integer"
+            del node["multipleOf"]
+        for value in node.values():
+            _integers(value)
+    elif isinstance(node, list):
+        for value in node:
+            _integers(value)
+
+
+def _nullable(schema: dict[str, Any], rules: dict[str, Any]) -> dict[str, Any]:
+    """``rules`` added to the non-null branch of ``schema``."""
+    for branch in schema.get("anyOf", [schema]):
+        if branch.get("type") != "null":
+            branch.update(rules)
+    return schema
+
+
+def _rules(components: dict[str, Any], limits: Limits) -> None:
+    """What the msgspec types cannot say: this server's limits, and the
+    fields that exclude each other."""
+
+    def props(name: str) -> dict[str, Any]:
+        return components[name]["properties"]  # type: ignore[no-any-return]
+
+    for name in ("JobSpec", "PutJob", "LeaseRefBody"):
+        props(name)["id"] = _nullable(props(name)["id"], {"pattern": ID_PATTERN})
+    for name in ("JobSpec", "PutJob", "RescheduleBody"):
+        props(name)["run_at"] = _nullable(
+            props(name)["run_at"], {"minimum": 0, "exclusiveMaximum": YEAR_10000}
+        )
+    props("Requeue")["ids"]["anyOf"][0]["items"]["pattern"] = ID_PATTERN
+    props("ReserveBody")["count"]["maximum"] = limits.max_count
+    props("ReserveBody")["wait"]["maximum"] = limits.max_wait
+    props("BatchPut")["jobs"]["maxItems"] = limits.max_batch
+    props("AckBatch")["leases"]["maxItems"] = limits.max_batch
+    for name in ("JobSpec", "PutJob"):
+        components[name]["allOf"] = [
+            {"not": _given("delay", "run_at")},
+            {"not": _given("payload", "payload_b64")},
+        ]
+    components["RescheduleBody"]["oneOf"] = [_given("delay"), _given("run_at")]
+
+
+def openapi_document(routes: list[Route], secured: bool, limits: Limits) -> dict[str, Any]:
     shown = [route for route in routes if route.in_schema]
     types: list[Any] = []
     for route in shown:
@@ -45,6 +99,8 @@ def openapi_document(routes: list[Route], secured: bool) -> dict[str, Any]:
             types.append(route.body)
         types.extend(route.answers.values())
     schemas, components = msgspec.json.schema_components(types, ref_template=_REF)
+    _rules(components, limits)
+    _integers(components)
     at = iter(schemas)
     paths: dict[str, dict[str, Any]] = {}
     for route in shown:
@@ -70,9 +126,12 @@ def openapi_document(routes: list[Route], secured: bool) -> dict[str, Any]:
         if params:
             operation["parameters"] = params
         if route.body is not None:
+            body = next(at)
+            named = components.get(body.get("$ref", "").rpartition("/")[2], {})
             operation["requestBody"] = {
-                "required": False,
-                "content": {"application/json": {"schema": next(at)}},
+                # an empty body reads as {}: it may be left out when no field is required
+                "required": bool(named.get("required") or named.get("oneOf")),
+                "content": {"application/json": {"schema": body}},
             }
         operation["responses"] = {
             str(status): {

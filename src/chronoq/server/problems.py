@@ -3,6 +3,7 @@ and the status that goes with each of chronoq's typed errors."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from chronoq.errors import (
@@ -15,7 +16,7 @@ from chronoq.errors import (
     NotFound,
 )
 
-__all__ = ["RETRY_AFTER_S", "ApiError", "from_chronoq"]
+__all__ = ["RETRY_AFTER_S", "ApiError", "from_chronoq", "invalid_body"]
 
 RETRY_AFTER_S = 1  # what a 503 asks the client to wait before it tries again
 
@@ -57,3 +58,16 @@ def from_chronoq(exc: ChronoqError) -> ApiError:
     if isinstance(exc, BackendUnavailable):
         return ApiError(503, "store_unavailable", f"the store is unavailable: {exc}")
     return ApiError(500, "internal", f"{type(exc).__name__}: {exc}")
+
+
+_BATCH_ITEM = re.compile(r"at `\$\.(?:jobs|leases)\[(\d+)\]")
+
+
+def invalid_body(message: str) -> ApiError:
+    """The answer to a body that does not fit its type; a batch's bad job is
+    named by its index, as the queue names it."""
+    found = _BATCH_ITEM.search(message)
+    if found is not None:
+        index = int(found.group(1))
+        return ApiError(400, "invalid_job", f"job #{index} of the batch: {message}", index=index)
+    return ApiError(400, "invalid_input", f"bad request body: {message}")

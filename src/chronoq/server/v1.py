@@ -23,7 +23,7 @@ _JOB = _TOPIC + "/jobs/{id}"
 _ERRORS = {400: wire.ErrorBody, 401: wire.ErrorBody, 403: wire.ErrorBody, 503: wire.ErrorBody}
 
 
-def _job(spec: wire.PutJob) -> Job:
+def _job(spec: wire.JobSpec) -> Job:
     payload = spec.payload
     if spec.payload_b64 is not None:
         if payload is not None:
@@ -37,9 +37,9 @@ def _job(spec: wire.PutJob) -> Job:
         spec.delay,
         spec.run_at,
         spec.id,
-        spec.priority,
+        int(spec.priority),
         spec.ttr,
-        spec.max_attempts,
+        int(spec.max_attempts),
         spec.unique_for,
     )
 
@@ -88,13 +88,6 @@ class V1:
             )
         jobs = []
         for index, spec in enumerate(batch.jobs):
-            if spec.replace:
-                raise ApiError(
-                    400,
-                    "invalid_job",
-                    "replace is set for the whole batch, not per job",
-                    index=index,
-                )
             try:
                 jobs.append(_job(spec))
             except ApiError as exc:
@@ -124,7 +117,7 @@ class V1:
                 "seconds (this server's max_wait): poll again when it ends",
             )
         jobs = await self.polls.reserve(
-            call.param("topic"), body.count, body.ttr, body.wait, call.hung_up
+            call.param("topic"), int(body.count), body.ttr, body.wait, call.hung_up
         )
         if jobs and call.hung_up is not None and call.hung_up.is_set():
             await self.polls.give_back(jobs)  # nobody to hand them to

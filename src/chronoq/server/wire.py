@@ -5,13 +5,12 @@ two cannot disagree. Times are ms since the Unix epoch; durations seconds."""
 from __future__ import annotations
 
 import base64
-from datetime import datetime
 from typing import Annotated, Any
 
 import msgspec
 from msgspec import Meta, Struct
 
-from chronoq.job import JobInfo, PutResult, Reservation
+from chronoq.job import MAX_DURATION_S, MAX_PRIORITY, JobInfo, PutResult, Reservation
 
 __all__ = [
     "AckBatch",
@@ -24,6 +23,7 @@ __all__ = [
     "JobBody",
     "JobInfoBody",
     "JobList",
+    "JobSpec",
     "LeaseBody",
     "LeaseRefBody",
     "NackBody",
@@ -46,25 +46,51 @@ __all__ = [
     "reservation_body",
 ]
 
-Seconds = Annotated[float, Meta(ge=0, description="seconds, ms resolution")]
+# the bounds the queue checks, stated here too so that the document tells them
+Seconds = Annotated[float, Meta(ge=0, le=MAX_DURATION_S, description="seconds, ms resolution")]
+Lease_s = Annotated[float, Meta(ge=0.001, le=MAX_DURATION_S, description="lease length, s")]
 Lease = Annotated[str, Meta(min_length=1, description="the lease token of a reservation")]
-Priority = Annotated[int, Meta(ge=-1000, le=1000, description="higher is delivered first")]
+# whole numbers are decoded as floats that are a multiple of 1: JSON has one
+# number type, and an encoder may well write 3 as 3.0 (the document says integer)
+Priority = Annotated[
+    float,
+    Meta(ge=-MAX_PRIORITY, le=MAX_PRIORITY, multiple_of=1, description="higher first"),
+]
+Attempts = Annotated[float, Meta(ge=1, le=1_000_000, multiple_of=1)]
+Count = Annotated[float, Meta(ge=1, multiple_of=1)]
+# ids and due times are checked by the queue, whose messages say what to do;
+# openapi.py states the same rules in the document
+JobId = Annotated[str, Meta(description="1-256 printable ASCII characters, no space")]
+RunAt = Annotated[float, Meta(description="Unix time in seconds")]  # a number: no date format
+Base64 = Annotated[
+    str,
+    Meta(
+        pattern=r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+        description="standard base64, padded",
+    ),
+]
 
 
-class PutJob(Struct, forbid_unknown_fields=True, omit_defaults=True):
+class JobSpec(Struct, forbid_unknown_fields=True, omit_defaults=True):
     """One job to put. ``payload`` is any JSON value; a binary payload is
     sent as ``payload_b64`` (base64) instead. ``delay`` and ``run_at``
-    (epoch seconds, or an ISO 8601 time; naive is UTC) are exclusive."""
+    (Unix time in seconds) are exclusive."""
 
     payload: Any = None
-    payload_b64: str | None = None
+    payload_b64: Base64 | None = None
     delay: Seconds | None = None
-    run_at: float | datetime | None = None
-    id: str | None = None
+    run_at: RunAt | None = None
+    id: JobId | None = None
     priority: Priority = 0
-    ttr: Annotated[float, Meta(gt=0)] = 30.0
-    max_attempts: Annotated[int, Meta(ge=1, le=1_000_000)] = 5
+    ttr: Lease_s = 30.0
+    max_attempts: Attempts = 5
     unique_for: Seconds = 0.0
+
+
+class PutJob(JobSpec, forbid_unknown_fields=True, omit_defaults=True):
+    """One job to put; ``replace``: overwrite a job of this id unless it is
+    reserved (else an existing job is left as it is and reported)."""
+
     replace: bool = False
 
 
@@ -72,7 +98,7 @@ class BatchPut(Struct, forbid_unknown_fields=True):
     """Jobs to put at once: every one is checked first, and one invalid job
     rejects the batch (its index is in the error) and writes nothing."""
 
-    jobs: list[PutJob]
+    jobs: list[JobSpec]
     replace: bool = False
 
 
@@ -89,9 +115,9 @@ class BatchPutResult(Struct):
 class ReserveBody(Struct, forbid_unknown_fields=True, omit_defaults=True):
     """Lease up to ``count`` due jobs; wait up to ``wait`` seconds for one."""
 
-    count: Annotated[int, Meta(ge=1)] = 1
+    count: Count = 1
     wait: Seconds = 0.0
-    ttr: Annotated[float, Meta(gt=0)] | None = None
+    ttr: Lease_s | None = None
 
 
 class JobBody(Struct, omit_defaults=True):
@@ -130,7 +156,7 @@ class NackBody(Struct, forbid_unknown_fields=True, omit_defaults=True):
 
 class TouchBody(Struct, forbid_unknown_fields=True, omit_defaults=True):
     lease: Lease
-    ttr: Annotated[float, Meta(gt=0)] | None = None
+    ttr: Lease_s | None = None
 
 
 class StateBody(Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -141,7 +167,7 @@ class StateBody(Struct, forbid_unknown_fields=True, omit_defaults=True):
 
 
 class LeaseRefBody(Struct, forbid_unknown_fields=True):
-    id: str
+    id: JobId
     lease: Lease
 
 
@@ -169,7 +195,7 @@ class Touched(Struct):
 
 class RescheduleBody(Struct, forbid_unknown_fields=True, omit_defaults=True):
     delay: Seconds | None = None
-    run_at: float | datetime | None = None
+    run_at: RunAt | None = None
 
 
 class Rescheduled(Struct):
@@ -208,7 +234,7 @@ class TopicList(Struct):
 class Requeue(Struct, forbid_unknown_fields=True, omit_defaults=True):
     """``ids`` None: every dead job of the topic."""
 
-    ids: list[str] | None = None
+    ids: list[JobId] | None = None
 
 
 class Requeued(Struct):
