@@ -3,14 +3,14 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint bench bench-peers bench-spark bench-stacks example-spark system-deps clean
+.PHONY: run demo test lint bench bench-peers bench-spark bench-stacks example-spark system-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m pip install -q -e '.[server]'
 	@touch $@
 
 # PySpark ships as a ~450 MB sdist: its wheel is built once, outside the
@@ -28,8 +28,12 @@ $(VENV)/.installed-dev: pyproject.toml $(PYSPARK_WHEEL) | $(BIN)/python
 	  'pyspark==$(PYSPARK_VERSION)'
 	@touch $@ $(VENV)/.installed
 
-## run: install into .venv and run chronoq's live demo on the embedded SQLite store
+## run: install into .venv and serve the HTTP API and the dashboard on 127.0.0.1:7070 (SQLite store)
 run: $(VENV)/.installed
+	$(BIN)/chronoq serve $(ARGS)
+
+## demo: the live demo of on-time delivery, in the terminal
+demo: $(VENV)/.installed
 	$(BIN)/chronoq demo
 
 ## test: install what the tests need and run the whole suite

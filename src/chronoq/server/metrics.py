@@ -53,7 +53,7 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Histogram(
             "chronoq_http_request_duration_seconds",
-            "HTTP requests by route template, method and status",
+            "HTTP requests by route template and status",
             ["route", "status"],
             registry=self.registry,
         )
