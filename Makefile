@@ -76,9 +76,14 @@ bench-stacks: $(VENV)/.installed-bench
 bench-peers: $(VENV)/.installed-bench system-deps
 	$(BIN)/python bench/peers/run.py $(ARGS)
 
-# redis-server for the Redis backend's tests and a Java 17+ runtime for Spark:
-# Debian's packages when missing
+# redis-server for the Redis backend's tests, a Java 17+ runtime for Spark and
+# Chromium with its driver for the dashboard's browser test: Debian's packages
+# when missing (nothing downloads a browser build)
 system-deps:
+	@{ command -v chromium && command -v chromedriver; } >/dev/null 2>&1 || { \
+	  echo "installing chromium and chromium-driver (Debian packages)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    chromium chromium-driver; }
 	@command -v redis-server >/dev/null 2>&1 || { \
 	  echo "installing redis-server (Debian package)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }

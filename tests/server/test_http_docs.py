@@ -88,3 +88,20 @@ def test_the_config_example_loads(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["compat.md", "dashboard.md", "clients.md"])
 def test_linked_pages_exist(name: str) -> None:
     assert (PAGE.parent / name).exists()
+
+
+def test_the_readme_curl_example_runs(tmp_path: Path) -> None:
+    readme = PAGE.parents[1] / "README.md"
+    blocks = [b for b in re.findall(r"```sh\n(.*?)```", readme.read_text(), re.S) if BASE in b]
+    assert len(blocks) == 1
+    server = start_server(f"sqlite:///{tmp_path / 'readme.db'}")
+    try:
+        lines = [line for line in blocks[0].splitlines() if line.startswith("curl")]
+        put, reserve = (line.replace(BASE, server.url) for line in lines)
+        assert json.loads(subprocess.run(put, shell=True, capture_output=True, text=True,
+                                         check=True).stdout)["created"] is True  # fmt: skip
+        jobs = json.loads(subprocess.run(reserve, shell=True, capture_output=True, text=True,
+                                         check=True).stdout)["jobs"]  # fmt: skip
+        assert [job["payload"] for job in jobs] == [{"hi": 1}]
+    finally:
+        server.stop()
