@@ -54,8 +54,11 @@ def test_the_auth_matrix(secured: LiveServer) -> None:
             answer = _call(http, route, None)
             assert answer.status_code == 401, where
             assert answer.headers["www-authenticate"].startswith("Bearer")
-            assert answer.json()["error"]["code"] == "unauthorized"
+            if route.envelope is None:  # else in its protocol's shape (test_youzan, _ouqiang)
+                assert answer.json()["error"]["code"] == "unauthorized"
             assert _call(http, route, "not-a-token").status_code == 401, where
+            if route.checks_in_handler:  # the body names the action: test_youzan.py
+                continue
             for action, secret in SECRETS.items():
                 status = _call(http, route, secret).status_code
                 if action == route.action:

@@ -47,7 +47,7 @@ def test_every_endpoint_has_an_example() -> None:
 
     app = create_app("sqlite:///:memory:")
     for route in app.router.routes:
-        if route.in_schema:
+        if route.in_schema and route.tag not in ("youzan", "ouqiang"):  # those: compat.md
             path = (
                 re.escape(route.path).replace(r"\{topic\}", "[^/?]+").replace(r"\{id\}", "[^/?]+")
             )

@@ -67,6 +67,13 @@ async def _watch_hang_up(receive: Receive, hung_up: asyncio.Event) -> None:
     hung_up.set()
 
 
+def _refusal(route: Route | None, problem: ApiError) -> Reply:
+    body = problem.body()
+    if route is not None and route.envelope is not None:
+        body = route.envelope(problem)
+    return Reply(problem.status, body, headers=tuple(problem.headers()))
+
+
 class Service:
     """What the routes share: settings, and hooks run when the server stops."""
 
@@ -144,6 +151,7 @@ class App:
         started = time.perf_counter()
         template = "unmatched"
         hang_up_watch: asyncio.Task[None] | None = None
+        route: Route | None = None
         try:
             route, params = self.router.match(scope["method"], path)
             template = route.path
@@ -153,12 +161,12 @@ class App:
                 hang_up_watch = asyncio.ensure_future(_watch_hang_up(receive, call.hung_up))
             reply = await route.handler(call)
         except ApiError as exc:
-            reply = Reply(exc.status, exc.body(), headers=tuple(exc.headers()))
+            reply = _refusal(route, exc)
         except ChronoqError as exc:
             problem = from_chronoq(exc)
             if problem.status >= 500 and problem.status != 503:
                 log.exception("%s %s failed", scope["method"], template)
-            reply = Reply(problem.status, problem.body(), headers=tuple(problem.headers()))
+            reply = _refusal(route, problem)
         except asyncio.CancelledError:
             if hang_up_watch is not None:
                 hang_up_watch.cancel()
@@ -188,7 +196,8 @@ class App:
         token = None
         if route.action is not None and settings.auth.enabled:
             token = settings.auth.identify(_header(scope, b"authorization"))
-            settings.auth.check(token, route.action, params.get("topic"))
+            if not route.checks_in_handler:
+                settings.auth.check(token, route.action, params.get("topic"))
         raw = b""
         if scope["method"] in ("POST", "PUT", "PATCH", "DELETE"):
             raw = await _read_body(scope, receive, settings.limits.max_body)
@@ -205,8 +214,10 @@ class App:
             return decoder.decode(raw or b"{}")
         except msgspec.ValidationError as exc:
             raise invalid_body(str(exc)) from None
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
             raise ApiError(400, "bad_json", f"the body is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ApiError(400, "bad_json", "the body's JSON is nested too deeply") from None
 
     async def _send(self, send: Send, reply: Reply) -> None:
         body = reply.body if isinstance(reply.body, bytes) else ENCODER.encode(reply.body)

@@ -1,14 +1,18 @@
 """The compatibility protocols on the same server: the Youzan design's JSON
 command protocol (``POST /v1/command``) and ouqiang/delay-queue's root paths
-(``/push``, ``/pop``, ``/finish``, ``/delete``, ``/get``)."""
+(``/push``, ``/pop``, ``/finish``, ``/delete``, ``/get``). Both name jobs by
+id alone, through one index in the store (``chronoq.server.byid``)."""
 
 from __future__ import annotations
 
 from chronoq.aio import AsyncQueue
+from chronoq.server.byid import IdJobs
 from chronoq.server.longpoll import LongPolls
 from chronoq.server.metrics import Metrics
+from chronoq.server.ouqiang import ouqiang_routes
 from chronoq.server.routing import Route
 from chronoq.server.settings import ServerSettings
+from chronoq.server.youzan import youzan_routes
 
 __all__ = ["compat_routes"]
 
@@ -16,4 +20,7 @@ __all__ = ["compat_routes"]
 def compat_routes(
     queue: AsyncQueue, polls: LongPolls, settings: ServerSettings, metrics: Metrics
 ) -> list[Route]:
-    return []
+    jobs = IdJobs(queue, polls, metrics)
+    return youzan_routes(jobs, settings.auth, settings.limits) + ouqiang_routes(
+        jobs, settings.auth, settings.limits.pop_wait
+    )

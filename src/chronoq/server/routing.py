@@ -65,6 +65,11 @@ class Route:
     long_poll: bool = False  # watches for the client hanging up
     in_schema: bool = True
     raw_body: bool = False  # the handler parses the body itself
+    # the token is identified here, and the handler checks its action, which
+    # only the body tells (the Youzan command protocol)
+    checks_in_handler: bool = False
+    # a protocol's own shape for refusals (the status is kept)
+    envelope: Callable[[ApiError], Any] | None = None
 
     @property
     def segments(self) -> list[str]:

@@ -1,9 +1,18 @@
-"""The dashboard at /ui/: server-rendered pages over the same queue."""
+"""The dashboard at /ui/: server-rendered pages over the same queue.
+
+A page shell, HTML fragments that htmx loads into it (the topics table
+every 2 s), and POST actions; no JavaScript build step (static/ holds htmx
+and one small script). docs/dashboard.md describes what it shows."""
 
 from __future__ import annotations
 
 from chronoq.aio import AsyncQueue
-from chronoq.server.asgi import ASGIApp, Service
+from chronoq.server.asgi import App, ASGIApp, Service
+from chronoq.server.routing import Router
+from chronoq.server.ui.assets import Assets
+from chronoq.server.ui.board import Board
+from chronoq.server.ui.guard import guard
+from chronoq.server.ui.routes import ui_routes
 
 __all__ = ["dashboard"]
 
@@ -11,4 +20,7 @@ __all__ = ["dashboard"]
 def dashboard(queue: AsyncQueue, service: Service, store: str) -> ASGIApp | None:
     """The dashboard's ASGI app, mounted at /ui/; ``store`` is the full store
     URL (with any password), for reads that need a blocking queue."""
-    return None
+    router = Router()
+    for route in ui_routes(Board(queue, service, store), Assets()):
+        router.add(route)
+    return guard(App(service, router), service.settings)

@@ -1,0 +1,123 @@
+"""How an HTTP answer that is not a success becomes chronoq's typed error, and
+the two errors only a client over HTTP can meet. One copy, for both clients.
+
+The mapping follows the server's ``problems.py`` back: 400 is ``InvalidInput``
+(``InvalidJob`` with its ``index`` for ``invalid_job``), 413 ``InvalidInput``,
+404 ``not_found`` ``NotFound``, 409 ``LeaseLost``, 503 ``BackendUnavailable``
+(``DurabilityError`` for ``not_replicated``), 401 and 403 ``AuthError``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from chronoq.errors import (
+    BackendUnavailable,
+    ChronoqError,
+    DurabilityError,
+    InvalidInput,
+    InvalidJob,
+    LeaseLost,
+    NotFound,
+)
+from chronoq.job import JobLease
+
+__all__ = ["AuthError", "HTTPError", "error_for"]
+
+
+class AuthError(ChronoqError, PermissionError):
+    """The server refused the token: ``status`` 401 (none sent, or unknown)
+    or 403 (the token may not do this action on this topic). Nothing was done."""
+
+    def __init__(self, message: str, status: int, code: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+class HTTPError(ChronoqError):
+    """An answer no other error describes: a ``base_url`` that is not a
+    chronoq server's root, a proxy's error page, a server bug (500).
+    ``status`` and ``code`` (the server's error code, or "") say which."""
+
+    def __init__(self, message: str, status: int, code: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+def _problem(content: bytes) -> tuple[str, str, int | None]:
+    """The code, message and index of a ``{"error": {...}}`` body; a body of
+    another shape (a proxy's page) gives code "" and its first characters."""
+    try:
+        detail = json.loads(content)["error"]
+        code, message = detail["code"], detail["message"]
+        index = detail.get("index")
+        if isinstance(code, str) and isinstance(message, str):
+            return code, message, index if isinstance(index, int) else None
+    except (ValueError, TypeError, KeyError):
+        pass
+    text = content[:200].decode("utf-8", "replace").strip()
+    return "", text or "(an empty body)", None
+
+
+def _invalid_job(message: str, index: int | None) -> InvalidJob:
+    error = InvalidJob(message)  # the server's message names the index already
+    error.index = index
+    return error
+
+
+def error_for(
+    base_url: str,
+    method: str,
+    path: str,
+    status: int,
+    content: bytes,
+    lease: JobLease | None = None,
+) -> ChronoqError:
+    """The error to raise for an answer with ``status`` >= 300 to ``method
+    path``; ``lease``: the lease a lease call named (its 409 is LeaseLost)."""
+    code, message, index = _problem(content)
+    if status == 400 or status == 413:
+        return _invalid_job(message, index) if code == "invalid_job" else InvalidInput(message)
+    if status in (401, 403):
+        return AuthError(f"{base_url}: {message}", status, code)
+    if status == 404 and code == "not_found":
+        return NotFound(message)
+    if status == 409 and lease is not None:
+        return LeaseLost(lease.topic, lease.id)
+    if status == 503 and code == "not_replicated":
+        return DurabilityError(message)
+    if status in (502, 503, 504):
+        return BackendUnavailable(f"{base_url} answered {status} to {method} {path}: {message}")
+    hint = ""
+    if status == 404:
+        hint = ": is base_url the root of a chronoq server (without /v1)?"
+    return HTTPError(
+        f"{base_url} answered {status} to {method} {path}: {message}{hint}", status, code
+    )
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """The seconds of a ``Retry-After`` header (the HTTP-date form is not used
+    by chronoq's server, and is ignored)."""
+    value = headers.get("retry-after")
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and 0 <= seconds < 3600 else None
+
+
+def decode_answer(base_url: str, method: str, path: str, status: int, content: bytes) -> Any:
+    """The JSON value of a successful answer."""
+    try:
+        return json.loads(content)
+    except ValueError:
+        raise HTTPError(
+            f"{base_url} answered {method} {path} with something that is not JSON: "
+            f"{content[:100]!r}: is base_url a chronoq server?",
+            status,
+            "",
+        ) from None

@@ -1,0 +1,248 @@
+"""The dashboard in a real headless Chromium (Debian's /usr/bin/chromium and
+chromedriver; nothing is downloaded): htmx loads the fragments, the buttons
+act, and each effect shows on the page and in the store.
+
+Also a script for the docs' screenshot, on a SQLite store with some traffic:
+``.venv/bin/python -m tests.server.test_ui_browser docs/img/dashboard.png``."""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium import webdriver
+from selenium.common.exceptions import (
+    NoAlertPresentException,
+    NoSuchElementException,
+    StaleElementReferenceException,
+)
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.selenium_manager import SeleniumManager
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+
+import chronoq
+from chronoq.server import Action, Auth, ServerSettings, Token, hash_token
+
+from .live import LiveServer, start_server
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+WAIT_S = 5.0  # the longest any one step may take; most take a few ms
+
+
+def _no_download(*args: object, **kwargs: object) -> Any:
+    raise AssertionError("Selenium Manager was asked for a browser or a driver")
+
+
+def open_browser(width: int = 1400, height: int = 1000) -> WebDriver:
+    options = Options()
+    options.binary_location = CHROMIUM
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",  # the tests run as root
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-extensions",
+        f"--window-size={width},{height}",
+    ):
+        options.add_argument(arg)
+    return webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    """One browser for the module's tests."""
+    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not os.path.exists(path)]
+    if missing:
+        reason = f"{' and '.join(missing)} missing: apt-get install chromium chromium-driver"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SE_OFFLINE", "true")
+        patch.setattr(SeleniumManager, "binary_paths", _no_download)
+        driver = open_browser()
+        try:
+            yield driver
+        finally:
+            driver.quit()
+
+
+def until(driver: WebDriver, condition: Callable[[WebDriver], Any], what: str) -> Any:
+    """Wait for ``condition`` to be truthy; the fragments that poll replace
+    their elements, so a stale or missing element means "not yet"."""
+    waiting = WebDriverWait(
+        driver,
+        WAIT_S,
+        poll_frequency=0.05,
+        ignored_exceptions=(StaleElementReferenceException, NoSuchElementException),
+    )
+    return waiting.until(condition, f"waited {WAIT_S}s for {what}")
+
+
+def css(driver: WebDriver, selector: str) -> Any:
+    return driver.find_element(By.CSS_SELECTOR, selector)
+
+
+def click(driver: WebDriver, selector: str) -> None:
+    until(driver, lambda d: css(d, selector).click() or True, f"a click on {selector}")
+
+
+def text_of(driver: WebDriver, selector: str, wanted: str) -> None:
+    until(driver, lambda d: wanted in css(d, selector).text, f"{wanted!r} in {selector}")
+
+
+def gone(driver: WebDriver, selector: str) -> None:
+    until(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, selector), f"{selector} gone")
+
+
+def state(queue: chronoq.Queue, topic: str, job_id: str) -> str | None:
+    info = queue.get(topic, job_id)
+    return None if info is None else str(info.state)
+
+
+def test_act_from_the_page(browser: WebDriver, server: LiveServer, queue: chronoq.Queue) -> None:
+    queue.put("orders", {"n": 1}, id="later-1", delay=3600)
+    queue.put("orders", {"n": 2}, id="broken-1", priority=1000)
+    [job] = queue.reserve("orders")
+    queue.bury(job, error="bank said no")
+    queue.put("mail", {"to": "x"}, id="m1", delay=60)
+    queue.put("orders", {"html": "<script>alert(1)</script>"}, id="xss", delay=3600)
+
+    browser.get(f"{server.url}/ui/")
+    text_of(browser, 'tr[data-topic="orders"]', "orders")
+    click(browser, 'tr[data-topic="orders"] a')
+
+    # run a delayed job now
+    run_now = '#delayed tr[data-id="later-1"] button[hx-post$="/run-now"]'
+    click(browser, run_now)
+    text_of(browser, "#flash", "later-1 is due now")
+    assert state(queue, "orders", "later-1") == "ready"
+    gone(browser, '#delayed tr[data-id="later-1"]')  # the list reloaded itself
+
+    # requeue a dead job
+    click(browser, '#dead tr[data-id="broken-1"] button[hx-post$="/requeue"]')
+    text_of(browser, "#flash", "Requeued broken-1")
+    assert state(queue, "orders", "broken-1") == "ready"
+    text_of(browser, "#dead", "No dead letters.")
+
+    # pause a topic from the topics table
+    click(browser, 'tr[data-topic="mail"] button[hx-post$="/pause"]')
+    text_of(browser, "#flash", "Paused mail")
+    assert queue.stats("mail")["paused"] is True
+    text_of(browser, 'tr[data-topic="mail"]', "paused")
+    text_of(browser, 'tr[data-topic="mail"] button', "Resume")
+
+    # look up a job by topic and id
+    css(browser, '#lookup input[name="topic"]').send_keys("orders")
+    css(browser, '#lookup input[name="id"]').send_keys("xss")
+    click(browser, '#lookup button[type="submit"]')
+    text_of(browser, "#job-view", "delayed")
+    text_of(browser, "#job-view pre.payload", "<script>alert(1)</script>")  # shown as text
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text  # noqa: B018 - reading it is the check
+    # an action from the job view refreshes it
+    click(browser, '#job-view button[hx-post$="/run-now"]')
+    text_of(browser, "#job-view", "ready")
+    assert state(queue, "orders", "xss") == "ready"
+
+
+READER = "reader-token"
+
+
+def test_a_token_pasted_into_the_page(
+    browser: WebDriver, serve: Callable[..., LiveServer], queue: chronoq.Queue
+) -> None:
+    tokens = [Token("reader", hash_token(READER), ("*",), frozenset({Action.READ}))]
+    server = serve(ServerSettings(auth=Auth(tokens)))
+    queue.put("orders", 1, id="j1", delay=60)
+    browser.get(f"{server.url}/ui/")
+    browser.execute_script("sessionStorage.clear()")
+    browser.refresh()
+    text_of(browser, "#problem", "paste a token")
+    css(browser, "#token").send_keys(READER)
+    click(browser, '#token-form button[type="submit"]')
+    text_of(browser, 'tr[data-topic="orders"]', "orders")
+    until(browser, lambda d: not css(d, "#problem").is_displayed(), "the problem banner to go")
+    assert not browser.find_elements(By.CSS_SELECTOR, "button[hx-post]")  # read: no actions
+    browser.refresh()  # the token stays for the tab
+    text_of(browser, 'tr[data-topic="orders"]', "orders")
+    click(browser, "#forget-token")
+    text_of(browser, "#problem", "paste a token")
+
+
+# -- the screenshot of docs/dashboard.md --------------------------------------------------------
+
+
+def _traffic(queue: chronoq.Queue, seconds: float) -> None:
+    """Jobs put and worked at changing rates, some reserves late (a lag spread)."""
+    end = time.monotonic() + seconds
+    rng = random.Random(7)
+    while time.monotonic() < end:
+        phase = (end - time.monotonic()) / seconds
+        for topic, rate in (("orders.eu", 12 * phase + 2), ("reports", 6 * (1 - phase) + 1)):
+            for _ in range(rng.randint(0, int(rate))):
+                queue.put(topic, {"n": rng.randint(1, 10_000)}, delay=rng.choice([0, 0, 0.05]))
+        time.sleep(rng.choice([0.002, 0.01, 0.05, 0.2]))
+        for topic in ("orders.eu", "reports"):
+            jobs = queue.reserve(topic, count=rng.choice([5, 50]))
+            queue.ack_many(jobs)
+
+
+def _scene(queue: chronoq.Queue, seconds: float) -> None:
+    _traffic(queue, seconds)
+    for n in range(40):
+        queue.put("orders.eu", {"order": 1000 + n}, id=f"order-{1000 + n}", delay=600 + 45 * n)
+    for n, error in enumerate(["card declined", "timeout talking to bank", "ValueError: bad sku"]):
+        queue.put("orders.eu", {"order": 900 + n}, id=f"order-{900 + n}", priority=1000)
+        [job] = queue.reserve("orders.eu")
+        queue.bury(job, error=error)
+    queue.put("mail", {"to": "ana@example.com"}, id="welcome-ana", delay=30)
+    queue.put("mail", {"to": "bo@example.com"}, id="welcome-bo")
+    queue.pause("mail")
+    queue.put("reports", {"day": "2026-05-01"}, id="daily", delay=3 * 3600)
+
+
+def screenshot(path: Path, seconds: float = 100) -> None:
+    """``seconds`` of traffic first: the sparklines span three minutes."""
+    path = path.resolve()
+    with tempfile.TemporaryDirectory() as folder:
+        os.chdir(folder)  # the page shows the store URL: a short one
+        store = "sqlite:///chronoq.db"
+        queue = chronoq.connect(store)
+        server = start_server(store)
+        os.environ["SE_OFFLINE"] = "true"
+        driver = open_browser(1400, 1000)
+        try:
+            # the open page polls, so the server tails the log as the traffic runs
+            driver.get(f"{server.url}/ui/?topic=orders.eu")
+            _scene(queue, seconds)
+            text_of(driver, 'tr[data-topic="mail"]', "paused")
+            driver.get(f"{server.url}/ui/?topic=orders.eu")
+            text_of(driver, "#dead", "timeout talking to bank")
+            text_of(driver, "#delayed", "order-1000")
+            css(driver, '#lookup input[name="id"]').send_keys("order-901")
+            click(driver, '#lookup button[type="submit"]')
+            text_of(driver, "#job-view", "timeout talking to bank")
+            height = driver.execute_script("return document.documentElement.scrollHeight")
+            driver.set_window_size(1400, min(int(height) + 40, 1500))
+            text_of(driver, 'tr[data-topic="orders.eu"]', "orders.eu")
+            driver.save_screenshot(str(path))
+        finally:
+            driver.quit()
+            server.stop()
+            queue.close()
+
+
+if __name__ == "__main__":
+    screenshot(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/img/dashboard.png"), 100)
