@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from chronoq.backends.base import Backend, ReserveResult, Watcher
+from chronoq.backends.base import AsyncBackend, Backend, ReserveResult, Watcher
+from chronoq.backends.sqlite.aio_watcher import AsyncSQLiteBackend
 from chronoq.backends.sqlite.eventlog import EventLog, remember
 from chronoq.backends.sqlite.leases import SQLiteLeases
 from chronoq.backends.sqlite.logs import SQLiteBulkReads
@@ -51,6 +52,8 @@ class SQLiteBackend(SQLiteLeases, SQLiteSchedules, SQLiteBulkReads, Backend):
         self.url = url or f"sqlite:///{path}"
         self._store = Store(path, self.url, synchronous, busy_timeout_ms)
         key = f":memory:{id(self)}" if path == ":memory:" else os.path.realpath(path)
+        # what another process's commit changes (asyncio waiters look at them)
+        self._files = [] if path == ":memory:" else [key, key + "-wal"]
         self._signals = signals_for(key)
         self._log = EventLog(events_keep)
         self._known_topics: set[str] = set()
@@ -172,6 +175,12 @@ class SQLiteBackend(SQLiteLeases, SQLiteSchedules, SQLiteBulkReads, Backend):
 
     def watch(self, topic: str) -> Watcher:
         return SQLiteWatcher(self._signals, topic, self._store.data_version)
+
+    def asyncio_backend(self, *, owned: bool) -> AsyncBackend | None:
+        """Calls in threads, and waits as futures on the event loop."""
+        return AsyncSQLiteBackend(
+            self, self._signals, self._store.data_version, self._files, owned=owned
+        )  # type: ignore[abstract]  # see fill_contract
 
     # -- by id -------------------------------------------------------------------
 

@@ -22,16 +22,30 @@ CROSS_PROCESS_CHECK_S = 0.005
 
 
 class FileSignals:
-    """Per-topic change counters of one database file, with one condition."""
+    """Per-topic change counters of one database file, with one condition,
+    and listeners told of each change (asyncio waiters: aio_watcher.py)."""
 
     def __init__(self) -> None:
         self.cond = threading.Condition(threading.Lock())
         self.counters: dict[str, int] = {}
+        self.listeners: list[Callable[[str], None]] = []
 
     def notify(self, topic: str) -> None:
         with self.cond:
             self.counters[topic] = self.counters.get(topic, 0) + 1
             self.cond.notify_all()
+            listeners = list(self.listeners)
+        for listener in listeners:  # outside the lock: a listener only schedules work
+            listener(topic)
+
+    def listen(self, listener: Callable[[str], None]) -> None:
+        with self.cond:
+            self.listeners.append(listener)
+
+    def unlisten(self, listener: Callable[[str], None]) -> None:
+        with self.cond:
+            if listener in self.listeners:
+                self.listeners.remove(listener)
 
     def counter(self, topic: str) -> int:
         with self.cond:

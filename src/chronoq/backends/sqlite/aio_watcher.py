@@ -1,0 +1,178 @@
+"""Waking asyncio consumers of a SQLite store without a thread per waiter.
+
+The blocking watcher (signals.py) parks a thread in each wait; through the
+thread adapter that is one thread per waiting topic, and each of them reads
+``PRAGMA data_version`` every few ms. Here the waiters of one event loop are
+futures: a change in this process resolves the futures of its topic (the
+file's signals call back onto the loop), and one check of ``data_version``
+every CROSS_PROCESS_CHECK_S, made only while someone waits, wakes them all
+on a commit by another process. That check first looks at the database
+files' size and time (a stat, on the loop, no lock); only when they moved
+does it read ``data_version`` (in a thread), so an idle wait costs almost
+nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Awaitable, Callable, Sequence
+
+from chronoq.backends.base import AsyncWatcher, Backend
+from chronoq.backends.sqlite.signals import CROSS_PROCESS_CHECK_S, FileSignals
+from chronoq.backends.threaded import ThreadedBackend
+from chronoq.errors import ChronoqError
+
+__all__ = ["AsyncSQLiteBackend", "LoopWake"]
+
+
+class LoopWake:
+    """The waiting asyncio watchers of one store, on one event loop."""
+
+    def __init__(
+        self,
+        signals: FileSignals,
+        data_version: Callable[[], Awaitable[int]],
+        files: Sequence[str] = (),
+    ) -> None:
+        self._signals = signals
+        self._data_version = data_version
+        self._files = tuple(files)  # none: no other process can write (":memory:")
+        self._stamp: tuple[tuple[int, int], ...] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiting: dict[str, set[asyncio.Future[bool]]] = {}
+        self._version: int | None = None  # the last data_version the check read
+        self._check: asyncio.Task[None] | None = None
+
+    def _attach(self) -> asyncio.AbstractEventLoop:
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+            self._signals.listen(self._from_any_thread)
+        return loop
+
+    def _from_any_thread(self, topic: str) -> None:
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                loop.call_soon_threadsafe(self._wake, topic)
+
+    def _wake(self, topic: str) -> None:
+        for waiter in self._waiting.pop(topic, ()):
+            if not waiter.done():
+                waiter.set_result(True)
+
+    def _wake_all(self) -> None:
+        for topic in list(self._waiting):
+            self._wake(topic)
+
+    async def watcher(self, topic: str) -> AsyncSQLiteWatcher:
+        self._attach()
+        version = await self._data_version()
+        return AsyncSQLiteWatcher(self, topic, self._signals.counter(topic), version)
+
+    async def wait(self, watcher: AsyncSQLiteWatcher, timeout: float) -> bool:
+        loop = self._attach()
+        counter = self._signals.counter(watcher.topic)
+        if counter != watcher.counter:  # a change since its last look
+            watcher.counter = counter
+            return True
+        if self._version is None:
+            self._version = watcher.version
+        elif self._version != watcher.version:  # another process committed since
+            watcher.version = self._version
+            return True
+        # no await since the counter was read: a change from now on is
+        # delivered after this future is in place (call_soon_threadsafe)
+        waiter: asyncio.Future[bool] = loop.create_future()
+        self._waiting.setdefault(watcher.topic, set()).add(waiter)
+        if self._check is None or self._check.done():
+            self._check = loop.create_task(self._check_other_processes())
+        try:
+            await asyncio.wait({waiter}, timeout=max(timeout, 0.0))
+        finally:
+            waiting = self._waiting.get(watcher.topic)
+            if waiting is not None:
+                waiting.discard(waiter)
+                if not waiting:
+                    del self._waiting[watcher.topic]
+            woken = waiter.done()
+            waiter.cancel()
+        watcher.counter = self._signals.counter(watcher.topic)
+        if self._version is not None:
+            watcher.version = self._version
+        return woken
+
+    def _files_moved(self) -> bool:
+        stamp = []
+        for path in self._files:
+            try:
+                info = os.stat(path)
+                stamp.append((info.st_mtime_ns, info.st_size))
+            except OSError:  # no WAL file yet, or it was just reset
+                stamp.append((0, -1))
+        moved = tuple(stamp) != self._stamp
+        self._stamp = tuple(stamp)
+        return moved
+
+    async def _check_other_processes(self) -> None:
+        if not self._files:
+            return
+        while self._waiting:
+            await asyncio.sleep(CROSS_PROCESS_CHECK_S)
+            if not self._files_moved():
+                continue
+            try:
+                version = await self._data_version()
+            except ChronoqError:  # the waiters' next attempt will meet it and say so
+                self._wake_all()
+                return
+            if self._version is not None and version != self._version:
+                self._version = version
+                self._wake_all()
+            self._version = version
+
+    def close(self) -> None:
+        self._signals.unlisten(self._from_any_thread)
+        self._wake_all()
+        if self._check is not None:
+            self._check.cancel()
+
+
+class AsyncSQLiteWatcher(AsyncWatcher):
+    def __init__(self, wake: LoopWake, topic: str, counter: int, version: int) -> None:
+        self._wake = wake
+        self.topic = topic
+        self.counter = counter
+        self.version = version
+
+    async def wait(self, timeout: float) -> bool:
+        return await self._wake.wait(self, timeout)
+
+
+class AsyncSQLiteBackend(ThreadedBackend):
+    """The thread adapter with asyncio-native waiting: calls run in threads,
+    waits are futures on the loop (any number of them, no thread each)."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        signals: FileSignals,
+        data_version: Callable[[], int],
+        files: Sequence[str],
+        *,
+        owned: bool = True,
+    ) -> None:
+        super().__init__(backend, owned=owned)
+        self._read_version = data_version
+        self._wake = LoopWake(signals, self._data_version, files)
+
+    async def _data_version(self) -> int:
+        return await self._call(self._read_version)
+
+    async def watch(self, topic: str) -> AsyncWatcher:
+        return await self._wake.watcher(topic)
+
+    async def close(self) -> None:
+        self._wake.close()
+        await super().close()

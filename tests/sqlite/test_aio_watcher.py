@@ -1,0 +1,50 @@
+"""asyncio waiters on SQLite: futures on the loop, not a thread each, so any
+number of topics can wait at once; a commit by another process wakes them."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import chronoq.aio
+
+
+def test_waiters_on_many_topics_are_all_woken(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'many.db'}"
+    topics = [f"t{i}" for i in range(200)]  # past any thread pool's size
+
+    async def run() -> list[float]:
+        async with chronoq.aio.connect(url) as q:
+            waits = [asyncio.ensure_future(q.reserve(t, wait=20)) for t in topics]
+            await asyncio.sleep(0.5)
+            assert threading.active_count() < 50  # no thread per waiting topic
+            started = time.monotonic()
+            for topic in topics:
+                await q.put(topic, 1)
+            got = await asyncio.gather(*waits)
+            assert all(len(jobs) == 1 for jobs in got)
+            return [time.monotonic() - started]
+
+    assert asyncio.run(run())[0] < 15  # woken by the puts, not by the end of the waits
+
+
+def test_a_put_by_another_process_wakes_a_waiter(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'other.db'}"
+
+    async def run() -> float:
+        async with chronoq.aio.connect(url) as q:
+            await q.put("warm", 1)  # the file and its WAL exist
+            wait = asyncio.ensure_future(q.reserve("t", wait=30))
+            await asyncio.sleep(0.3)
+            put = f"import chronoq; chronoq.connect({url!r}).put('t', 1)"
+            await asyncio.to_thread(subprocess.run, [sys.executable, "-c", put], check=True)
+            done = time.monotonic()
+            jobs = await wait
+            assert len(jobs) == 1
+            return time.monotonic() - done
+
+    assert asyncio.run(run()) < 5  # not the 30 s of the wait
