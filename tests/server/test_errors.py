@@ -110,3 +110,40 @@ def test_store_down_is_503_with_retry_after(tmp_path: Path) -> None:
     finally:
         server.stop()
         redis.stop()
+
+
+def test_without_tokens_browsers_of_other_sites_are_refused(http: httpx.Client) -> None:
+    """A web page elsewhere cannot make a visitor's browser use a server that
+    has no tokens: not by a cross-site form or fetch, not by DNS rebinding."""
+    evil = {"origin": "http://evil.example", "content-type": "text/plain"}
+    _refused(http.post("/v1/topics/t/jobs", content=b"{}", headers=evil), 403, "cross_origin")
+    fetch = {"sec-fetch-site": "cross-site"}
+    _refused(http.post("/v1/topics/t/purge", headers=fetch), 403, "cross_origin")
+    rebound = {"host": "evil.example:7070"}
+    _refused(http.get("/v1/topics", headers=rebound), 403, "foreign_host", "127.0.0.1")
+    _refused(http.get("/ui/", headers=rebound), 403, "foreign_host")
+    assert http.get("/v1/topics/t/stats").json()["total"] == 0
+    # its own pages, and clients that are not browsers, are answered
+    own = {"origin": str(http.base_url).rstrip("/"), "sec-fetch-site": "same-origin"}
+    assert http.post("/v1/topics/t/jobs", json={}, headers=own).status_code == 201
+    assert http.get("/v1/topics", headers={"host": "localhost"}).status_code == 200
+
+
+def test_internal_topics_are_read_only(http: httpx.Client) -> None:
+    _refused(http.post("/v1/topics/chronoq.byid/purge"), 403, "internal_topic")
+    _refused(http.post("/v1/topics/chronoq.byid/jobs", json={}), 403, "internal_topic")
+    assert http.get("/v1/topics/chronoq.byid/stats").status_code == 200
+
+
+def test_metrics_need_read_on_every_topic(serve: Callable[..., LiveServer]) -> None:
+    from chronoq.server import Action, Auth, Token, hash_token
+
+    tokens = [
+        Token("all", hash_token("s-all"), ("*",), frozenset({Action.READ})),
+        Token("some", hash_token("s-some"), ("orders.*",), frozenset({Action.READ})),
+    ]
+    server = serve(ServerSettings(auth=Auth(tokens)))
+    with httpx.Client(base_url=server.url) as http:
+        assert http.get("/metrics", headers={"authorization": "Bearer s-all"}).status_code == 200
+        some = http.get("/metrics", headers={"authorization": "Bearer s-some"})
+        _refused(some, 403, "forbidden", "'*'")

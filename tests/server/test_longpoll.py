@@ -66,8 +66,11 @@ def test_a_client_that_hangs_up_leaves_the_job_for_others(
     body = b'{"wait": 20, "ttr": 600}'
     with socket.create_connection((host, int(port))) as sock:
         sock.sendall(
-            b"POST /v1/topics/gone/reserve HTTP/1.1\r\nhost: x\r\ncontent-type: application/json"
-            b"\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+            b"POST /v1/topics/gone/reserve HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+            b"content-type: application/json\r\ncontent-length: "
+            + str(len(body)).encode()
+            + b"\r\n\r\n"
+            + body
         )
         deadline = time.monotonic() + 10
         while server.app.polls.waiting < 1:
@@ -97,7 +100,7 @@ def test_a_job_leased_for_a_client_that_hung_up_goes_back_at_once(
         body = b'{"wait": 5, "ttr": 600}'
         with socket.create_connection((host, int(port))) as sock:
             sock.sendall(
-                b"POST /v1/topics/race/reserve HTTP/1.1\r\nhost: x\r\ncontent-length: "
+                b"POST /v1/topics/race/reserve HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: "
                 + str(len(body)).encode() + b"\r\n\r\n" + body
             )  # fmt: skip
             time.sleep(0.1 - 0.01 * (round_ % 3))

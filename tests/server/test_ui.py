@@ -107,7 +107,9 @@ def test_served_under_a_root_path(store_url: str) -> None:
         app = create_app(store_url)
         transport = httpx.ASGITransport(app=app, root_path="/cq")
         try:
-            async with httpx.AsyncClient(transport=transport, base_url="http://x") as client:
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://127.0.0.1"
+            ) as client:
                 moved = await client.get("/cq/ui")
                 assert moved.status_code == 308 and moved.headers["location"] == "ui/"
                 assert (await client.get("/cq/ui/")).status_code == 200

@@ -86,6 +86,10 @@ def create_app(
         return Reply(200, document)
 
     async def metrics_page(call: Call) -> Reply:
+        token = call.token
+        if token is not None and not (Action.READ in token.actions and "*" in token.topics):
+            raise ApiError(403, "forbidden", f"token {token.name!r} may not read /metrics: it "
+                           "shows every topic, so it needs read on the topic glob '*'")  # fmt: skip
         return Reply(200, await metrics.render(q), content_type=CONTENT_TYPE)
 
     routes += [
@@ -113,6 +117,7 @@ def create_app(
             "Prometheus metrics (text format)",
             Action.READ,
             tag="service",
+            checks_in_handler=True,
             in_schema=False,
         ),
     ]

@@ -6,11 +6,11 @@ goes to the log, never to the client."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -33,6 +33,12 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 Observer = Callable[[str, int, float], None]  # route template, status, seconds
 
 _JSON = b"application/json"
+INTERNAL_PREFIX = "chronoq."  # topics the server keeps for itself (chronoq.byid)
+_LOOPBACK_NAMES = {"localhost", "::1"}
+
+
+class _HungUp(Exception):
+    """The client hung up before its request was read: nobody to answer."""
 
 
 async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
@@ -44,7 +50,7 @@ async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            raise asyncio.CancelledError  # nobody to answer
+            raise _HungUp
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
@@ -59,12 +65,6 @@ def _header(scope: Scope, wanted: bytes) -> bytes | None:
         if name == wanted:
             return bytes(value)
     return None
-
-
-async def _watch_hang_up(receive: Receive, hung_up: asyncio.Event) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
-    hung_up.set()
 
 
 def _refusal(route: Route | None, problem: ApiError) -> Reply:
@@ -134,6 +134,33 @@ class App:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
+    def _foreign(self, scope: Scope) -> ApiError | None:
+        """Without tokens, a request that a web page made a browser send:
+        another site (Origin, Sec-Fetch-Site), or a foreign name for this
+        loopback server (DNS rebinding). Clients that are not browsers send
+        neither header, and a Host of this machine."""
+        settings = self.service.settings
+        if settings.auth.enabled:
+            return None
+        site = _header(scope, b"sec-fetch-site")
+        origin = _header(scope, b"origin")
+        host = _header(scope, b"host") or b""
+        if site in (b"cross-site", b"same-site") or (
+            origin is not None and urlsplit(origin.decode("latin-1")).netloc.encode() != host
+        ):
+            return ApiError(
+                403, "cross_origin", "a request from another web site: without tokens this "
+                "server answers only its own pages and clients that are not browsers",
+            )  # fmt: skip
+        if settings.local_only:
+            name = urlsplit("//" + host.decode("latin-1")).hostname or ""
+            if not (name in _LOOPBACK_NAMES or name.startswith("127.")):
+                return ApiError(
+                    403, "foreign_host", f"this server has no tokens and answers only on "
+                    f"loopback names, not {name!r}: use 127.0.0.1, or give it tokens",
+                )  # fmt: skip
+        return None
+
     def _path(self, scope: Scope) -> bytes:
         path: bytes = scope.get("raw_path") or scope["path"].encode()
         path = path.partition(b"?")[0]
@@ -143,45 +170,57 @@ class App:
         return path
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        refused = self._foreign(scope)
+        if refused is not None:
+            await self._send(send, _refusal(None, refused))
+            return
         path = self._path(scope)
         for prefix, app in self.mounts.items():
             if path == prefix.encode().rstrip(b"/") or path.startswith(prefix.encode()):
                 await app(scope, receive, send)
                 return
-        started = time.perf_counter()
+        call: list[Call] = []  # the request as its handler saw it, once read
+        try:
+            template, reply = await self._answer(scope, receive, path, call)
+        except _HungUp:
+            return
+        try:
+            if not await self._send(send, reply) and reply.undelivered is not None:
+                reply.undelivered()
+        finally:
+            if call:
+                call[0].stop_watching()
+            if self.observe is not None:
+                self.observe(template, reply.status, time.perf_counter() - started)
+
+    async def _answer(
+        self, scope: Scope, receive: Receive, path: bytes, seen: list[Call]
+    ) -> tuple[str, Reply]:
+        """The route template and the reply; every failure becomes a reply."""
         template = "unmatched"
-        hang_up_watch: asyncio.Task[None] | None = None
         route: Route | None = None
         try:
             route, params = self.router.match(scope["method"], path)
             template = route.path
             call = await self._call(route, params, scope, receive)
+            seen.append(call)
             if route.long_poll:
-                call.hung_up = asyncio.Event()
-                hang_up_watch = asyncio.ensure_future(_watch_hang_up(receive, call.hung_up))
-            reply = await route.handler(call)
+                call.watch_hang_up()
+            return template, await route.handler(call)
         except ApiError as exc:
-            reply = _refusal(route, exc)
+            return template, _refusal(route, exc)
         except ChronoqError as exc:
             problem = from_chronoq(exc)
             if problem.status >= 500 and problem.status != 503:
                 log.exception("%s %s failed", scope["method"], template)
-            reply = _refusal(route, problem)
-        except asyncio.CancelledError:
-            if hang_up_watch is not None:
-                hang_up_watch.cancel()
+            return template, _refusal(route, problem)
+        except (_HungUp, asyncio.CancelledError):
             raise
         except Exception:
             log.exception("%s %s failed", scope["method"], template)
             problem = ApiError(500, "internal", "an internal error; it is in the server's log")
-            reply = Reply(500, problem.body())
-        try:
-            await self._send(send, reply)
-        finally:
-            if hang_up_watch is not None:
-                hang_up_watch.cancel()
-            if self.observe is not None:
-                self.observe(template, reply.status, time.perf_counter() - started)
+            return template, Reply(500, problem.body())
 
     async def _call(
         self, route: Route, params: dict[str, str], scope: Scope, receive: Receive
@@ -191,6 +230,11 @@ class App:
         # queue would check them too, but not on every path: an empty batch)
         if "topic" in params:
             validate_topic(params["topic"])
+            if params["topic"].startswith(INTERNAL_PREFIX) and scope["method"] != "GET":
+                raise ApiError(
+                    403, "internal_topic", f"topics named {INTERNAL_PREFIX}* are the server's "
+                    "own (the compat protocols' id index): read them, do not write them",
+                )  # fmt: skip
         if "id" in params:
             validate_id(params["id"])
         token = None
@@ -204,7 +248,8 @@ class App:
         body = None
         if route.body is not None and not route.raw_body:
             body = self._decode(route, raw)
-        return Call(params, body, query_of(scope.get("query_string", b"")), token, raw_body=raw)
+        query = query_of(scope.get("query_string", b""))
+        return Call(params, body, query, token, raw_body=raw, receive=receive)
 
     def _decode(self, route: Route, raw: bytes) -> Any:
         decoder = self._decoders.get(id(route))
@@ -219,13 +264,16 @@ class App:
         except RecursionError:
             raise ApiError(400, "bad_json", "the body's JSON is nested too deeply") from None
 
-    async def _send(self, send: Send, reply: Reply) -> None:
+    async def _send(self, send: Send, reply: Reply) -> bool:
         body = reply.body if isinstance(reply.body, bytes) else ENCODER.encode(reply.body)
         headers = [
             (b"content-type", reply.content_type),
             (b"content-length", str(len(body)).encode()),
             *reply.headers,
         ]
-        with contextlib.suppress(OSError):  # the client is gone: nothing to tell it
+        try:
             await send({"type": "http.response.start", "status": reply.status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
+        except Exception:  # the client is gone (uvloop: RuntimeError, else OSError)
+            return False
+        return True

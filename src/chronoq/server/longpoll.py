@@ -51,24 +51,21 @@ class _Hub:
         return self.waiters[0] if self.waiters else None
 
     async def run(self) -> None:
-        queue = self.polls.queue
+        watcher: AsyncWatcher | None = None
         try:
-            watcher = await queue.watch(self.topic)
-        except ChronoqError as exc:
-            self._fail(exc)
-            return
-        try:
+            watcher = await self.polls.queue.watch(self.topic)
             while self._head() is not None and not self.polls.closing.is_set():
                 result = await self._serve(watcher)
                 if result is None:
                     break
                 await self._wait(watcher, result)
-        except ChronoqError as exc:
+        except Exception as exc:  # the waiters answer it (503, or 500 and logged)
             self._fail(exc)
         finally:
             self.polls.hub_done(self)
-            with contextlib.suppress(ChronoqError):
-                await watcher.close()  # hands on a due-time wake-up it holds
+            if watcher is not None:
+                with contextlib.suppress(ChronoqError):
+                    await watcher.close()  # hands on a due-time wake-up it holds
 
     async def _serve(self, watcher: AsyncWatcher) -> ReserveResult | None:
         """Reserve for the waiters in turn until an attempt leases nothing
@@ -102,7 +99,7 @@ class _Hub:
         if waiting.done() and not waiting.cancelled() and waiting.exception() is not None:
             raise waiting.exception()  # type: ignore[misc]
 
-    def _fail(self, exc: ChronoqError) -> None:
+    def _fail(self, exc: Exception) -> None:
         for waiter in self.waiters:
             if not waiter.jobs.done():
                 waiter.jobs.set_exception(exc)

@@ -26,9 +26,30 @@ class Call:
     token: Token | None
     hung_up: asyncio.Event | None = None  # set when the client hangs up (long polls)
     raw_body: bytes = b""
+    receive: Callable[[], Awaitable[Any]] | None = None
+    hang_up_watch: asyncio.Task[None] | None = None
 
     def param(self, name: str) -> str:
         return self.params[name]
+
+    def watch_hang_up(self) -> asyncio.Event:
+        """An event set when the client hangs up, for a handler about to wait
+        (the body has been read: what the connection says next is that)."""
+        if self.hung_up is None:
+            self.hung_up = asyncio.Event()
+            if self.receive is not None:
+                self.hang_up_watch = asyncio.ensure_future(_hang_up(self.receive, self.hung_up))
+        return self.hung_up
+
+    def stop_watching(self) -> None:
+        if self.hang_up_watch is not None:
+            self.hang_up_watch.cancel()
+
+
+async def _hang_up(receive: Callable[[], Awaitable[Any]], hung_up: asyncio.Event) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    hung_up.set()
 
 
 @dataclass(frozen=True)
@@ -37,6 +58,9 @@ class Reply:
     body: Any  # encoded with msgspec (a Struct, dict, list) or raw bytes
     content_type: bytes = b"application/json"
     headers: tuple[tuple[bytes, bytes], ...] = ()
+    # run when the answer could not be written (the client is gone): what it
+    # leased goes back now, not at the end of its ttr
+    undelivered: Callable[[], None] | None = None
 
 
 Handler = Callable[[Call], Awaitable[Reply]]
@@ -62,7 +86,7 @@ class Route:
     answers: dict[int, Any] = field(default_factory=dict)  # status -> msgspec type
     query: tuple[Param, ...] = ()
     tag: str = "jobs"
-    long_poll: bool = False  # watches for the client hanging up
+    long_poll: bool = False  # watches for the client hanging up from the start
     in_schema: bool = True
     raw_body: bool = False  # the handler parses the body itself
     # the token is identified here, and the handler checks its action, which

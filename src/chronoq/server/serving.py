@@ -15,7 +15,7 @@ import signal
 import tempfile
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from types import FrameType
 from typing import Any
 
@@ -51,6 +51,8 @@ class ServeOptions:
         settings = load_settings(self.config) if self.config else ServerSettings()
         if self.pop_wait is not None:
             settings = settings.with_limits(pop_wait=self.pop_wait)
+        if self.insecure:
+            settings = replace(settings, local_only=False)
         return settings
 
 

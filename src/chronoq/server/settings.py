@@ -51,6 +51,9 @@ class ServerSettings:
     limits: Limits = field(default_factory=Limits)
     auth: Auth = field(default_factory=Auth)
     read_only_ui: bool = False  # the dashboard shows, and offers no action
+    # without tokens, answer only requests that name this host by a loopback
+    # name (off with --insecure, which serves other names on purpose)
+    local_only: bool = True
 
     def with_limits(self, **changes: Any) -> ServerSettings:
         return replace(self, limits=replace(self.limits, **changes))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from typing import Any
 
 from chronoq.aio import AsyncQueue
@@ -19,6 +20,7 @@ from chronoq.server.settings import Limits
 __all__ = ["v1_routes"]
 
 _TOPIC = "/v1/topics/{topic}"
+_LIMIT = re.compile(r"[0-9]{1,5}")  # ASCII digits: str.isdigit takes "²" too
 _JOB = _TOPIC + "/jobs/{id}"
 _ERRORS = {400: wire.ErrorBody, 401: wire.ErrorBody, 403: wire.ErrorBody, 503: wire.ErrorBody}
 
@@ -116,14 +118,18 @@ class V1:
                 f"wait must be at most {limits.max_wait:g} "
                 "seconds (this server's max_wait): poll again when it ends",
             )
+        hung_up = call.watch_hang_up() if body.wait > 0 else None
         jobs = await self.polls.reserve(
-            call.param("topic"), int(body.count), body.ttr, body.wait, call.hung_up
+            call.param("topic"), int(body.count), body.ttr, body.wait, hung_up
         )
-        if jobs and call.hung_up is not None and call.hung_up.is_set():
+        if jobs and hung_up is not None and hung_up.is_set():
             await self.polls.give_back(jobs)  # nobody to hand them to
             jobs = []
         self.metrics.reserved(jobs)
-        return _ok(wire.ReserveResultBody([wire.reservation_body(job) for job in jobs]))
+        answer = wire.ReserveResultBody([wire.reservation_body(job) for job in jobs])
+        if not jobs:
+            return _ok(answer)
+        return Reply(200, answer, undelivered=lambda: self.polls.give_back_later(jobs))
 
     async def ack(self, call: Call) -> Reply:
         body: wire.LeaseBody = call.body
@@ -210,7 +216,7 @@ class V1:
 
     async def dead(self, call: Call) -> Reply:
         raw = call.query.get("limit", "100")
-        if not raw.isdigit() or not 1 <= int(raw) <= 1000:
+        if not _LIMIT.fullmatch(raw) or not 1 <= int(raw) <= 1000:
             raise ApiError(
                 400, "invalid_input", f"limit must be an integer from 1 to 1000, got {raw!r}"
             )
@@ -290,7 +296,6 @@ def v1_routes(queue: AsyncQueue, polls: LongPolls, limits: Limits, metrics: Metr
             wire.ReserveBody,
             wire.ReserveResultBody,
             tag="consume",
-            long_poll=True,
         ),
         route(
             "POST",

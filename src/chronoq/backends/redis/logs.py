@@ -99,7 +99,11 @@ def jobs(core: RedisCore, topic: str, shard: int, cursor: str | None, limit: int
     if not 0 <= shard < core.shards:
         raise InvalidInput(f"{core.url}: shard {shard} is not one of 0..{core.shards - 1}")
     position = cursor or "0"
-    if not position.isdigit():
+    # HSCAN's cursor: an unsigned 64-bit number in ASCII digits (isdigit alone takes "²")
+    if (
+        not (position.isascii() and position.isdigit() and len(position) <= 20)
+        or int(position) >= 1 << 64
+    ):
         raise InvalidInput(f"bad job cursor {cursor!r}: pass the cursor of a previous page")
     key = core.keys(topic, shard)[0]
     clock, (after, flat) = _raised(

@@ -39,7 +39,7 @@ def offset_arg(text: str | None, *, most: int = _MAX_LIMIT - PAGE - 1) -> int:
     """A page offset from the query string."""
     if not text:
         return 0
-    if not text.isdigit() or int(text) > most:
+    if not (text.isascii() and text.isdigit()) or int(text) > most:
         raise InvalidInput(f"offset must be a whole number up to {most}, got {text!r}")
     return int(text)
 
@@ -55,7 +55,7 @@ def _cursor(text: str | None, shards: int) -> tuple[int, str | None]:
     if not text:
         return 0, None
     shard, colon, position = text.partition(":")
-    if not colon or not shard.isdigit() or int(shard) >= shards:
+    if not colon or not (shard.isascii() and shard.isdigit()) or int(shard) >= shards:
         raise InvalidInput(f"bad page cursor {text!r}: follow the page's own links")
     return int(shard), position or None
 
