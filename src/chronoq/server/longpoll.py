@@ -16,8 +16,10 @@ from typing import Any
 
 from chronoq.aio import AsyncQueue
 from chronoq.backends.base import AsyncWatcher, ReserveResult
+from chronoq.calls import MAX_COUNT
 from chronoq.errors import ChronoqError
 from chronoq.job import Reservation
+from chronoq.server.batching import Coalescer
 
 __all__ = ["LongPolls"]
 
@@ -114,6 +116,23 @@ class LongPolls:
         self.closing = asyncio.Event()
         self._hubs: dict[str, _Hub] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        # first attempts that meet at the store go as one reserve (batching.py)
+        self._first: Coalescer[tuple[str, float | None], int, list[Reservation]] = Coalescer(
+            self._reserve_group, unclaimed=self.give_back_later
+        )
+
+    async def _reserve_group(
+        self, key: tuple[str, float | None], counts: list[int]
+    ) -> list[list[Reservation]]:
+        """One reserve for several requests, its jobs shared in their order."""
+        topic, ttr = key
+        total = min(sum(counts), MAX_COUNT)
+        jobs = (await self.queue.reserve_once(topic, total, ttr=ttr)).jobs
+        shares, start = [], 0
+        for count in counts:
+            shares.append(jobs[start : start + count])
+            start += count
+        return shares
 
     @property
     def waiting(self) -> int:
@@ -135,7 +154,7 @@ class LongPolls:
     ) -> list[Reservation]:
         """Up to ``count`` jobs, waiting up to ``wait`` seconds for the first;
         [] when the wait ends, the client hangs up or the server stops."""
-        jobs = (await self.queue.reserve_once(topic, count, ttr=ttr)).jobs
+        jobs = await self._first.call((topic, ttr), count)
         if jobs or wait <= 0 or self.closing.is_set():
             return jobs
         loop = asyncio.get_running_loop()

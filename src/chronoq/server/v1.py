@@ -8,9 +8,11 @@ import re
 from typing import Any
 
 from chronoq.aio import AsyncQueue
-from chronoq.job import Job, JobLease
+from chronoq.errors import LeaseLost
+from chronoq.job import Job, JobLease, PutResult, prepare_job
 from chronoq.server import wire
 from chronoq.server.auth import Action
+from chronoq.server.batching import Coalescer
 from chronoq.server.longpoll import LongPolls
 from chronoq.server.metrics import Metrics
 from chronoq.server.problems import ApiError
@@ -58,24 +60,39 @@ class V1:
         self.polls = polls
         self.limits = limits
         self.metrics = metrics
+        # single puts and acks that meet at the store go as one call (batching.py)
+        self.puts: Coalescer[tuple[str, bool], Job, PutResult] = Coalescer(self._put_group)
+        self.acks: Coalescer[str, JobLease, bool] = Coalescer(self._ack_group)
+
+    async def _put_group(self, key: tuple[str, bool], jobs: list[Job]) -> list[PutResult]:
+        topic, replace = key
+        return await self.q.put_many(topic, jobs, replace=replace)
+
+    async def _ack_group(self, topic: str, leases: list[JobLease]) -> list[bool]:
+        """Lost or not, per lease. An id twice in one group (a retried ack)
+        goes in a later call, so that each answer is its own lease's."""
+        lost = [False] * len(leases)
+        pending = list(range(len(leases)))
+        while pending:
+            seen: set[str] = set()
+            now: list[int] = []
+            later: list[int] = []
+            for i in pending:
+                (later if leases[i].id in seen else now).append(i)
+                seen.add(leases[i].id)
+            gone = set(await self.q.ack_many([leases[i] for i in now]))
+            for i in now:
+                lost[i] = leases[i].id in gone
+            pending = later
+        return lost
 
     # -- producing ---------------------------------------------------------------
 
     async def put(self, call: Call) -> Reply:
         spec: wire.PutJob = call.body
         job = _job(spec)
-        result = await self.q.put(
-            call.param("topic"),
-            job.payload,
-            delay=job.delay,
-            run_at=job.run_at,
-            id=job.id,
-            priority=job.priority,
-            ttr=job.ttr,
-            max_attempts=job.max_attempts,
-            unique_for=job.unique_for,
-            replace=spec.replace,
-        )
+        prepare_job(job, self.q.max_payload)  # refused alone, before it joins others
+        result = await self.puts.call((call.param("topic"), spec.replace), job)
         self.metrics.transition(call.param("topic"), "put", int(result.created))
         return _ok(wire.put_body(result), 201 if result.created else 200)
 
@@ -133,8 +150,10 @@ class V1:
 
     async def ack(self, call: Call) -> Reply:
         body: wire.LeaseBody = call.body
-        await self.q.ack(call.param("topic"), call.param("id"), body.lease)
-        self.metrics.transition(call.param("topic"), "ack")
+        topic, job_id = call.param("topic"), call.param("id")
+        if await self.acks.call(topic, JobLease(topic, job_id, body.lease)):
+            raise LeaseLost(topic, job_id)
+        self.metrics.transition(topic, "ack")
         return _ok(wire.Empty())
 
     async def ack_batch(self, call: Call) -> Reply:
