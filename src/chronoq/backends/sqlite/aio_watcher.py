@@ -6,10 +6,10 @@ thread adapter that is one thread per waiting topic, and each of them reads
 futures: a change in this process resolves the futures of its topic (the
 file's signals call back onto the loop), and one check of ``data_version``
 every CROSS_PROCESS_CHECK_S, made only while someone waits, wakes them all
-on a commit by another process. That check first looks at the database
-files' size and time (a stat, on the loop, no lock); only when they moved
-does it read ``data_version`` (in a thread), so an idle wait costs almost
-nothing."""
+on a commit by another process. On Linux the loop learns of writes to the
+database files from inotify and only then reads ``data_version`` (in a
+thread): an idle wait costs nothing. Elsewhere the check looks at the files'
+size and time every CROSS_PROCESS_CHECK_S while someone waits."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 
 from chronoq.backends.base import AsyncWatcher, Backend
+from chronoq.backends.sqlite.inotify import DirectoryWatch
 from chronoq.backends.sqlite.signals import CROSS_PROCESS_CHECK_S, FileSignals
 from chronoq.backends.threaded import ThreadedBackend
 from chronoq.errors import ChronoqError
@@ -39,6 +40,9 @@ class LoopWake:
         self._data_version = data_version
         self._files = tuple(files)  # none: no other process can write (":memory:")
         self._stamp: tuple[tuple[int, int], ...] | None = None
+        self._inotify: DirectoryWatch | None = None
+        self._reading = False  # the loop reads self._inotify
+        self._dirty = False  # the files were written since the last check
         self._loop: asyncio.AbstractEventLoop | None = None
         self._waiting: dict[str, set[asyncio.Future[bool]]] = {}
         self._version: int | None = None  # the last data_version the check read
@@ -86,8 +90,7 @@ class LoopWake:
         # delivered after this future is in place (call_soon_threadsafe)
         waiter: asyncio.Future[bool] = loop.create_future()
         self._waiting.setdefault(watcher.topic, set()).add(waiter)
-        if self._check is None or self._check.done():
-            self._check = loop.create_task(self._check_other_processes())
+        self._watch_files(loop)
         try:
             await asyncio.wait({waiter}, timeout=max(timeout, 0.0))
         finally:
@@ -98,6 +101,9 @@ class LoopWake:
                     del self._waiting[watcher.topic]
             woken = waiter.done()
             waiter.cancel()
+            if not self._waiting and self._reading and self._inotify is not None:
+                loop.remove_reader(self._inotify.fileno())  # nobody to wake: stop reading
+                self._reading = False
         watcher.counter = self._signals.counter(watcher.topic)
         if self._version is not None:
             watcher.version = self._version
@@ -114,6 +120,41 @@ class LoopWake:
         moved = tuple(stamp) != self._stamp
         self._stamp = tuple(stamp)
         return moved
+
+    def _watch_files(self, loop: asyncio.AbstractEventLoop) -> None:
+        if not self._files:  # ":memory:": no other process
+            return
+        if self._inotify is None and self._stamp is None:
+            directory = os.path.dirname(self._files[0]) or "."
+            names = [os.path.basename(path) for path in self._files]
+            self._inotify = DirectoryWatch.open(directory, names)
+            self._stamp = ()
+        if self._inotify is not None:
+            if not self._reading:
+                self._inotify.drain()  # what was written while nobody waited is known
+                loop.add_reader(self._inotify.fileno(), self._files_written, loop)
+                self._reading = True
+        elif self._check is None or self._check.done():
+            self._check = loop.create_task(self._check_other_processes())
+
+    def _files_written(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._inotify is None or not self._inotify.drain():
+            return
+        self._dirty = True
+        if self._check is None or self._check.done():  # one check at a time
+            self._check = loop.create_task(self._check_version())
+
+    async def _check_version(self) -> None:
+        while self._dirty and self._waiting:
+            self._dirty = False
+            try:
+                version = await self._data_version()
+            except ChronoqError:  # the waiters' next attempt will meet it and say so
+                self._wake_all()
+                return
+            if self._version is not None and version != self._version:
+                self._wake_all()  # our own commits leave data_version as it was
+            self._version = version
 
     async def _check_other_processes(self) -> None:
         if not self._files:
@@ -137,6 +178,11 @@ class LoopWake:
         self._wake_all()
         if self._check is not None:
             self._check.cancel()
+        if self._inotify is not None:
+            if self._reading and self._loop is not None and not self._loop.is_closed():
+                self._loop.remove_reader(self._inotify.fileno())
+            self._inotify.close()
+            self._inotify = None
 
 
 class AsyncSQLiteWatcher(AsyncWatcher):
