@@ -4,14 +4,19 @@ client's ``application/json``, curl's form content type over a JSON body."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import pytest
+import redis
 
 from chronoq.server import Action, Auth, ServerSettings, Token, hash_token
 
@@ -245,12 +250,66 @@ def _hang_up_during(live: LiveServer, path: str, body: dict[str, Any]) -> None:
     raw = json.dumps(body).encode()
     with socket.create_connection((host, int(port))) as sock:
         sock.sendall(
-            f"POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
             f"content-length: {len(raw)}\r\n\r\n".encode()
             + raw
         )
         wait_until(lambda: live.app.polls.waiting >= 1, "the pop does not wait")
     wait_until(lambda: live.app.polls.waiting == 0, "the hung-up pop still waits")
+
+
+def break_reserve(store_url: str, topic: str) -> None:
+    """Make the store fail every reserve on ``topic``, and nothing else: on
+    SQLite a trigger that aborts any change to the topic's jobs, on Redis the
+    topic's lease set overwritten with a string (WRONGTYPE)."""
+    if store_url.startswith("redis://"):
+        prefix = dict(parse_qsl(urlsplit(store_url).query))["prefix"]
+        client = redis.Redis.from_url(store_url.partition("?")[0])
+        try:
+            client.set(f"{prefix}:{{{topic}:0}}:leased", "not a sorted set")
+        finally:
+            client.close()
+        return
+    with contextlib.closing(sqlite3.connect(store_url.removeprefix("sqlite:///"))) as db:
+        db.execute(
+            f"CREATE TRIGGER broken BEFORE UPDATE ON jobs WHEN OLD.topic = '{topic}' "
+            f"BEGIN SELECT RAISE(ABORT, 'the jobs of {topic} are broken'); END"
+        )
+
+
+def pop_failing_on_one_topic(
+    live: LiveServer, store_url: str, pop: Callable[[httpx.Client], Any]
+) -> Any:
+    """The answer of ``pop``, a pop waiting on the topics "sick" and "well",
+    when a job becomes due on "sick", whose reserve fails; then checks that
+    nothing waits on "well" any longer, so a job put there is not leased for
+    nobody."""
+    with httpx.Client(base_url=live.url, timeout=60) as http, ThreadPoolExecutor(1) as pool:
+        popping = pool.submit(pop, http)
+        wait_until(lambda: live.app.polls.waiting >= 2, "the pop does not wait on both topics")
+        break_reserve(store_url, "sick")
+        with httpx.Client(base_url=live.url, timeout=30) as other:
+            push(other, "sick", "s1", delay=1)
+        answer = popping.result(timeout=30)
+        assert live.app.polls.waiting == 0  # stopped before the answer went out
+        push(http, "well", "w1", delay=1, ttr=600)
+        time.sleep(1.5)
+        job = http.get("/v1/topics/well/jobs/w1").json()
+        assert (job["state"], job["attempts"]) == ("ready", 0)
+        started = time.monotonic()
+        assert call(http, "/pop", {"topic": "well"})["data"]["id"] == "w1"
+        assert time.monotonic() - started < 1  # at once, not after its ttr of 600 s
+    return answer
+
+
+def test_a_multi_topic_pop_failing_on_one_topic_leases_nothing_on_the_others(
+    serve: Callable[..., LiveServer], store_url: str
+) -> None:
+    live = serve(ServerSettings().with_limits(pop_wait=30))
+    answer = pop_failing_on_one_topic(
+        live, store_url, lambda http: call(http, "/pop", {"topic": "sick,well"})
+    )
+    assert answer["code"] == 1 and answer["data"] is None, answer  # the store's error
 
 
 def test_a_pop_whose_client_hangs_up_leaves_the_job(
@@ -379,3 +438,36 @@ def test_tokens(serve: Callable[..., LiveServer]) -> None:
         assert call(http, "/finish", {"id": "o1"}, headers=as_("reserve")) == DONE
         assert call(http, "/delete", {"id": "b1"}, headers=as_("billing")) == DONE
         assert call(http, "/get", {"id": "b1"}, headers=as_("billing")) == DONE
+
+
+def test_a_push_may_not_replace_a_job_on_a_topic_outside_the_token(
+    serve: Callable[..., LiveServer],
+) -> None:
+    tokens = [
+        Token("orders", hash_token("s-orders"), ("orders.*",), frozenset(Action)),
+        Token("billing", hash_token("s-billing"), ("billing.*",), frozenset(Action)),
+        Token("both", hash_token("s-both"), ("orders.*", "billing.*"), frozenset(Action)),
+        Token("ops", hash_token("s-ops"), ("*",), frozenset({Action.READ})),
+    ]
+    live = serve(ServerSettings(auth=Auth(tokens)))
+    orders, billing, both, ops = (
+        {"authorization": f"Bearer s-{n}"} for n in ("orders", "billing", "both", "ops")
+    )
+    with httpx.Client(base_url=live.url, timeout=30) as http:
+        bill = {"topic": "billing.x", "id": "pay-1", "delay": 3600, "ttr": 60, "body": "b"}
+        assert call(http, "/push", bill, headers=billing) == ADDED
+        # the same id on a topic the orders token may use would delete billing's job
+        mine = {**bill, "topic": "orders.eu", "body": "mine"}
+        refused = http.post("/push", json=mine, headers=orders)
+        assert refused.status_code == 403 and refused.json()["code"] == 1
+        assert "pay-1" in refused.json()["message"] and "billing" not in refused.text
+        kept = http.get("/v1/topics/billing.x/jobs/pay-1", headers=billing).json()
+        assert (kept["state"], kept["payload"]) == ("delayed", "b")
+        assert http.get("/v1/topics/orders.eu/jobs/pay-1", headers=orders).status_code == 404
+        entry = http.get("/v1/topics/chronoq.byid/jobs/pay-1", headers=ops).json()
+        assert entry["payload"] == {"topic": "billing.x"}  # nothing written
+        # a token that may put on both topics moves the job, as ouqiang does
+        assert call(http, "/push", mine, headers=both) == ADDED
+        data = call(http, "/get", {"id": "pay-1"}, headers=orders)["data"]
+        assert (data["topic"], data["body"]) == ("orders.eu", "mine")
+        assert http.get("/v1/topics/billing.x/jobs/pay-1", headers=billing).status_code == 404

@@ -3,18 +3,27 @@ backend, with the commands as its article writes them (``TTR`` in capitals)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import random
 import socket
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 import pytest
 
+import chronoq.aio
+from chronoq import State
 from chronoq.server import Action, Auth, ServerSettings, Token, hash_token
+from chronoq.server.byid import IdJobs
+from chronoq.server.longpoll import LongPolls
+from chronoq.server.metrics import Metrics
 
 from .live import LiveServer
+from .test_ouqiang import pop_failing_on_one_topic
 
 ARTICLE = {
     "command": "add",
@@ -148,7 +157,7 @@ def test_a_pop_whose_client_hangs_up_leaves_the_job(server: LiveServer, http: ht
     raw = json.dumps({"command": "pop", "topic": "gone", "wait": 30}).encode()
     with socket.create_connection((host, int(port))) as sock:
         sock.sendall(
-            b"POST /v1/command HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"POST /v1/command HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
             b"content-length: " + str(len(raw)).encode() + b"\r\n\r\n" + raw
         )
         deadline = time.monotonic() + 10
@@ -193,3 +202,125 @@ def test_tokens(serve: Callable[..., LiveServer]) -> None:
         pop = {"command": "pop", "topic": "orders.eu"}
         assert command(http, pop, headers=worker) == ok("o1")
         assert command(http, {"command": "finish", "id": "o1"}, headers=worker) == ok("o1")
+
+
+def test_an_add_may_not_replace_a_job_on_a_topic_outside_the_token(
+    serve: Callable[..., LiveServer],
+) -> None:
+    tokens = [
+        Token("orders", hash_token("s-orders"), ("orders.*",), frozenset(Action)),
+        Token("billing", hash_token("s-billing"), ("billing.*",), frozenset(Action)),
+    ]
+    live = serve(ServerSettings(auth=Auth(tokens)))
+    orders, billing = ({"authorization": f"Bearer s-{n}"} for n in ("orders", "billing"))
+    with httpx.Client(base_url=live.url, timeout=30) as http:
+        add = {"command": "add", "topic": "billing.x", "id": "pay-1", "delay": 3600, "body": 1}
+        assert command(http, add, headers=billing) == ok("pay-1")
+        refused = http.post("/v1/command", json={**add, "topic": "orders.eu"}, headers=orders)
+        assert refused.status_code == 403 and refused.json()["success"] is False
+        assert "pay-1" in refused.json()["error"] and "billing" not in refused.text
+        kept = http.get("/v1/topics/billing.x/jobs/pay-1", headers=billing).json()
+        assert (kept["state"], kept["payload"]) == ("delayed", 1)
+        assert http.get("/v1/topics/orders.eu/jobs/pay-1", headers=orders).status_code == 404
+        # the owner may still finish it by id: the index was not touched
+        finish = {"command": "finish", "id": "pay-1"}
+        assert command(http, finish, headers=billing) == ok("pay-1")
+        assert http.get("/v1/topics/billing.x/jobs/pay-1", headers=billing).status_code == 404
+
+
+def test_a_multi_topic_pop_failing_on_one_topic_leases_nothing_on_the_others(
+    serve: Callable[..., LiveServer], store_url: str
+) -> None:
+    live = serve()
+    pop = {"command": "pop", "topic": "sick,well", "wait": 30}
+    answer = pop_failing_on_one_topic(live, store_url, lambda http: command(http, pop))
+    assert answer["success"] is False and answer["error"] and answer["value"] is None
+
+
+def test_a_pop_cancelled_or_raced_leaves_no_job_leased(store_url: str) -> None:
+    """A multi-topic pop cancelled while it waits, or as a job comes, and one
+    that two topics answer at once: every job that no caller got is ready."""
+
+    async def settled(q: chronoq.aio.AsyncQueue, topic: str, job_id: str) -> State:
+        deadline = time.monotonic() + 10
+        while (info := await q.get(topic, job_id)) is not None and info.state is State.RESERVED:
+            assert time.monotonic() < deadline, f"{topic}/{job_id} stays leased for nobody"
+            await asyncio.sleep(0.01)
+        assert info is not None
+        return info.state
+
+    async def run(q: chronoq.aio.AsyncQueue, polls: LongPolls, jobs: IdJobs) -> None:
+        for n in range(12):
+            pop = asyncio.ensure_future(jobs.pop(["p1", "p2"], 30, None))
+            while polls.waiting < 2:
+                await asyncio.sleep(0.005)
+            put = ["p2"] if n % 3 < 2 else ["p1", "p2"]
+            if n % 3 == 0:
+                pop.cancel()
+            await asyncio.gather(*(q.put(t, n, id=f"j{n}", ttr=600) for t in put))
+            if n % 3 == 1:
+                await asyncio.sleep(n * 0.0005)  # cancelled at varied points of the lease
+                pop.cancel()
+            try:
+                got = await pop
+            except asyncio.CancelledError:
+                got = None
+            for topic in put:
+                if got is None or got.topic != topic:
+                    assert await settled(q, topic, f"j{n}") is State.READY
+                await q.delete(topic, f"j{n}")
+            assert n % 3 != 2 or got is not None  # a race of two topics still answers
+
+    async def main() -> None:
+        q = chronoq.aio.connect(store_url)
+        polls = LongPolls(q)
+        try:
+            await run(q, polls, IdJobs(q, polls, Metrics()))
+        finally:
+            await polls.close()
+            await q.close()
+
+    asyncio.run(main())
+
+
+RACE_TOPICS = ("race.a", "race.b")
+
+
+def _racer(url: str, ids: list[str], seed: int) -> None:
+    """Pushes, adds, finishes and deletes of a few ids, over both protocols."""
+    rng = random.Random(seed)
+    with httpx.Client(base_url=url, timeout=30) as http:
+        for _ in range(60):
+            job_id, topic, kind = rng.choice(ids), rng.choice(RACE_TOPICS), rng.randrange(4)
+            if kind == 0:
+                job = {"topic": topic, "id": job_id, "delay": 3600, "ttr": 60}
+                assert http.post("/push", json=job).json()["code"] == 0
+            elif kind == 1:
+                add = {"command": "add", "topic": topic, "id": job_id, "delay": 3600}
+                assert command(http, add)["success"] is True
+            elif kind == 2:
+                assert http.post("/finish", json={"id": job_id}).json()["code"] == 0
+            else:
+                assert command(http, {"command": "delete", "id": job_id})["success"] is True
+
+
+def test_racing_pushes_and_finishes_on_two_servers_leave_every_job_in_the_index(
+    serve: Callable[..., LiveServer],
+) -> None:
+    servers = (serve(), serve())  # two server processes' worth of state on one store
+    ids = [f"r{n}" for n in range(12)]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda n: _racer(servers[n % 2].url, ids, n), range(8)))
+    with httpx.Client(base_url=servers[0].url, timeout=30) as http:
+        for job_id in ids:
+            index = http.get(f"/v1/topics/chronoq.byid/jobs/{job_id}")
+            entry = index.json()["payload"] if index.status_code == 200 else {}
+            named = {entry.get("topic"), *entry.get("stale", [])}
+            for topic in RACE_TOPICS:
+                if http.get(f"/v1/topics/{topic}/jobs/{job_id}").status_code == 200:
+                    assert topic in named, (job_id, topic, entry)
+        # so a finish by id reaches every job that is left
+        for job_id in ids:
+            assert http.post("/finish", json={"id": job_id}).json()["code"] == 0
+        for topic in (*RACE_TOPICS, "chronoq.byid"):
+            assert http.get(f"/v1/topics/{topic}/stats").json()["total"] == 0, topic

@@ -5,9 +5,16 @@ The id -> topic mapping lives in the store, through the public queue API
 only, so that every server process on one store and every restart sees it:
 one *index job* per pushed id in the internal topic ``chronoq.byid``, with
 the id of the job it names, never due, its payload ``{"topic": T}``
-(``"stale"`` lists older topics of the id still to clean, see ``push``).
+(``"stale"`` lists other topics that may hold a job of the id, see ``push``).
 Both protocols share the index, so a job added with Youzan's ``add`` can be
-finished with ouqiang's ``/finish``."""
+finished with ouqiang's ``/finish``.
+
+The rule every operation keeps, across server processes: an entry may name a
+topic that holds no job of the id (harmless), never the reverse. The store
+has no compare-and-set, so an entry is created with a create-only put, a
+push reads it back after its put, and a finish looks for the job again after
+deleting it; docs/compat.md says what this guarantees, and the window left
+when an id moves between topics while it is pushed or finished elsewhere."""
 
 from __future__ import annotations
 
@@ -20,7 +27,7 @@ from typing import Any
 
 from chronoq.aio import AsyncQueue
 from chronoq.calls import put_args
-from chronoq.errors import InvalidInput
+from chronoq.errors import ChronoqError, InvalidInput
 from chronoq.job import MAX_DURATION_S, Job, JobInfo, Reservation, validate_id, validate_topic
 from chronoq.server.auth import Action, Token
 from chronoq.server.longpoll import LongPolls
@@ -37,6 +44,9 @@ BYID_TOPIC = "chronoq.byid"
 MAX_ATTEMPTS = 1_000_000
 MAX_DELAY_S = 1 << 31  # ouqiang's longest delay, 68 years
 _NEVER = 253_402_300_799.0  # 9999-12-31T23:59:59Z: the latest run_at chronoq takes
+# each write of _ensure is read back; more rounds than this means another
+# process rewrites the entry as fast as it is read: given up, and logged
+_ENSURE_ROUNDS = 5
 
 # Go's strings.TrimSpace set (unicode.IsSpace). str.strip() would also strip
 # \x1c-\x1f; ouqiang keeps them, so ids and topics trim the same in both.
@@ -58,22 +68,22 @@ class Refused(Exception):
 
 @dataclass(frozen=True)
 class Entry:
-    """What the index says of an id: the topic of its job, and the topics of
-    older pushes of the id whose jobs may still have to be deleted."""
+    """What the index says of an id: the topic of its latest push, and other
+    topics that may still hold a job of the id."""
 
     topic: str
     stale: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, topics: Sequence[str]) -> Entry:
+        return cls(topics[0], tuple(topics[1:]))
 
     @property
     def topics(self) -> tuple[str, ...]:
         return (self.topic, *self.stale)
 
     def payload(self) -> dict[str, Any]:
-        return (
-            {"topic": self.topic, "stale": list(self.stale)}
-            if self.stale
-            else {"topic": self.topic}
-        )
+        return {"topic": self.topic, **({"stale": list(self.stale)} if self.stale else {})}
 
 
 def _entry(payload: Any) -> Entry | None:
@@ -82,7 +92,7 @@ def _entry(payload: Any) -> Entry | None:
     topic, stale = payload.get("topic"), payload.get("stale", [])
     if not isinstance(stale, list):
         return None
-    try:  # written by push, or by anyone through the /v1 API
+    try:  # written by push; a store from before the /v1 API refused the topic may hold anything
         return Entry(validate_topic(topic), tuple(validate_topic(t) for t in stale))
     except InvalidInput:
         return None
@@ -93,6 +103,12 @@ async def _relay(source: asyncio.Event, target: asyncio.Event) -> None:
     target.set()
 
 
+def _leased(wait: asyncio.Task[list[Reservation]]) -> list[Reservation]:
+    if wait.cancelled() or wait.exception() is not None:
+        return []
+    return wait.result()
+
+
 class IdJobs:
     """Push, pop, finish and get of jobs named by id, for both protocols."""
 
@@ -100,6 +116,7 @@ class IdJobs:
         self.q = queue
         self.polls = polls
         self.metrics = metrics
+        self._abandoned: set[asyncio.Task[Reservation | None]] = set()
 
     # -- the index -------------------------------------------------------------
 
@@ -110,40 +127,72 @@ class IdJobs:
             validate_id(job_id)
         except InvalidInput:
             return None
+        return (await self._read(job_id))[1]
+
+    async def _read(self, job_id: str) -> tuple[bool, Entry | None]:
+        """Whether the index holds a job of ``job_id``, and its entry (None
+        too when that job is not an entry)."""
         info = await self.q.get(BYID_TOPIC, job_id)
         if info is None:
-            return None
+            return False, None
         entry = _entry(info.payload)
         if entry is None:
             log.warning("index job %r of %s is not {topic, stale}: ignored", job_id, BYID_TOPIC)
-        return entry
+        return True, entry
 
-    async def _index(self, job_id: str, entry: Entry) -> None:
-        # never due: no consumer of the index topic ever gets one
-        await self.q.put(BYID_TOPIC, entry.payload(), id=job_id, run_at=_NEVER, replace=True)
+    async def _write(self, job_id: str, entry: Entry, *, replace: bool = True) -> bool:
+        """Put the entry (never due: no consumer of the index topic gets one);
+        with ``replace`` False only if there is none. True if it was written."""
+        result = await self.q.put(
+            BYID_TOPIC, entry.payload(), id=job_id, run_at=_NEVER, replace=replace
+        )
+        return result.created
+
+    async def _ensure(self, job_id: str, topics: Sequence[str]) -> None:
+        """Make the entry name each of ``topics`` (those it lacks first, as the
+        newest), keeping what it names; each write is read back, since another
+        process may have rewritten the entry between this read and write."""
+        for _ in range(_ENSURE_ROUNDS):
+            found, entry = await self._read(job_id)
+            named = entry.topics if entry is not None else ()
+            missing = tuple(topic for topic in topics if topic not in named)
+            if not missing:
+                return
+            # create-only when there is none: of two processes creating it at
+            # once, the second sees the first's entry and adds to it
+            if await self._write(job_id, Entry.of((*missing, *named)), replace=found) and not found:
+                return
+        log.warning("the index entry of %r still misses one of %s: given up", job_id, topics)
+
+    async def _reindex(self, job_id: str, topics: Sequence[str]) -> None:
+        """Name in the entry each of ``topics`` that holds a job of the id now."""
+        held = [topic for topic in topics if await self.q.get(topic, job_id) is not None]
+        if held:
+            await self._ensure(job_id, held)
 
     def check(self, token: Token | None, action: Action, job_id: str, entry: Entry) -> None:
         """Raises a 403 ApiError unless ``token`` may ``action`` on every topic
         of ``entry``. The message does not name the topic: a token should not
         learn the names of topics it has no access to."""
-        if token is None:
-            return
-        for topic in entry.topics:
-            if not token.allows(action, topic):
-                raise ApiError(
-                    403,
-                    "forbidden",
-                    f"token {token.name!r} may not {action.value} job {job_id!r}: "
-                    "its topic is outside the token's topics",
-                )
+        if token is not None and not all(token.allows(action, t) for t in entry.topics):
+            raise ApiError(
+                403, "forbidden", f"token {token.name!r} may not {action.value} job "
+                f"{job_id!r}: its topic is outside the token's topics",
+            )  # fmt: skip
+
+    def _may_replace(self, token: Token | None, job_id: str, entry: Entry) -> None:
+        # a push deletes the id's job on the topics the entry names: it needs
+        # the right to delete there, whatever its own topic
+        if token is not None and not all(token.allows(Action.PUT, t) for t in entry.topics):
+            raise ApiError(
+                403, "forbidden", f"token {token.name!r} may not push job {job_id!r}: the id "
+                "is taken on a topic outside the token's topics, and a push would replace the "
+                "job there (ids are unique across topics): use another id",
+            )  # fmt: skip
 
     # -- the operations ---------------------------------------------------------------
 
-    async def push(
-        self, topic: str, job_id: str, payload: Any, *, delay: float, ttr: float
-    ) -> None:
-        """Put the job ``job_id`` on ``topic``, replacing any job of that id
-        (on this topic or, as the originals do, on another one)."""
+    def _job(self, topic: str, job_id: str, payload: Any, delay: float, ttr: float) -> Job:
         if topic == BYID_TOPIC:
             raise Refused(f"topic {BYID_TOPIC} is chronoq's index of job ids: use another topic")
         if not 0 <= delay <= MAX_DELAY_S:  # NaN too
@@ -162,14 +211,36 @@ class IdJobs:
         # the whole job is checked before the index is written, so that the
         # index never names a topic that holds no job because the job was bad
         put_args(topic, [job], self.q.max_payload, batch=False)
-        entry = await self.lookup(job_id)
-        stale = tuple(sorted(set(entry.topics) - {topic})) if entry is not None else ()
-        wanted = Entry(topic, stale)
-        # The index is written first: a job the index does not name could not
-        # be finished by id and would come back every ttr, for ever; an index
-        # entry whose job is missing (the put below failed) is harmless.
-        if entry != wanted:
-            await self._index(job_id, wanted)
+        return job
+
+    async def push(
+        self,
+        topic: str,
+        job_id: str,
+        payload: Any,
+        *,
+        delay: float,
+        ttr: float,
+        token: Token | None = None,
+    ) -> None:
+        """Put the job ``job_id`` on ``topic``, replacing any job of that id
+        (on this topic or, as the originals do, on another one, which
+        ``token`` must then be allowed to put on too: checked before anything
+        is written)."""
+        job = self._job(topic, job_id, payload, delay, ttr)
+        found, entry = await self._read(job_id)
+        old = entry.topics if entry is not None else ()
+        if entry is not None:
+            self._may_replace(token, job_id, entry)
+        # The entry names the topic before the job is put: a job the index
+        # does not name could not be finished by id and would come back every
+        # ttr, for ever; an entry whose job is missing (the put failed) is harmless.
+        if entry is None:
+            if not await self._write(job_id, Entry(topic), replace=found):
+                await self._ensure(job_id, (topic,))  # another push created it meanwhile
+        elif topic not in old:
+            # a move: the old topics stay named until their jobs are gone
+            await self._write(job_id, Entry(topic, old))
         [result] = await self.q.put_many(topic, [job], replace=True)
         if not result.created:
             raise Refused(
@@ -178,11 +249,26 @@ class IdJobs:
                 "finished or its ttr ran out"
             )
         self.metrics.transition(topic, "put")
-        if stale:
-            # the old topics are in the index until their jobs are gone: a
-            # failure here leaves them to the next push or finish of the id
-            await self._delete(job_id, stale)
-            await self._index(job_id, Entry(topic))
+        stale = tuple(t for t in old if t != topic)
+        if not stale:
+            # a finish of the id since the read above may have deleted the entry
+            await self._ensure(job_id, (topic,))
+            return
+        # only the topics checked above: a failure here leaves them named, to
+        # the next push or finish of the id
+        await self._delete(job_id, stale)
+        await self._forget(job_id, topic, stale)
+
+    async def _forget(self, job_id: str, topic: str, cleared: Sequence[str]) -> None:
+        """After a move to ``topic`` and the deletes on ``cleared``: the entry
+        without them, then any of them named again if a push put a job there
+        since (and ``topic`` if a finish took the entry meanwhile)."""
+        entry = await self.lookup(job_id)
+        if entry is not None:
+            rest = tuple(t for t in entry.topics if t != topic and t not in cleared)
+            if entry != Entry(topic, rest):
+                await self._write(job_id, Entry(topic, rest))
+        await self._reindex(job_id, (topic, *cleared))
 
     async def _delete(self, job_id: str, topics: Sequence[str]) -> bool:
         deleted = False
@@ -193,12 +279,19 @@ class IdJobs:
         return deleted
 
     async def remove(self, job_id: str, entry: Entry) -> bool:
-        """Delete the job ``job_id`` (in any state: not fenced by a lease) and
-        its index entry; True if a job was there."""
-        # the job before its entry: if the second delete fails, what is left
+        """Delete the job ``job_id`` (in any state: not fenced by a lease) on
+        the topics of ``entry``, and its index entry; True if a job was there."""
+        # the jobs before their entry: if the second delete fails, what is left
         # is an entry without a job, not a job that no id call can reach
         deleted = await self._delete(job_id, entry.topics)
-        await self.q.delete(BYID_TOPIC, job_id)
+        now = await self.lookup(job_id)
+        if now is not None and not set(now.topics) <= set(entry.topics):
+            return deleted  # a push to another topic meanwhile: its entry stays
+        if now is not None:
+            await self.q.delete(BYID_TOPIC, job_id)
+        # a push of the id may have put its job after the deletes above, and
+        # read its entry back before the delete of the entry: named again
+        await self._reindex(job_id, entry.topics)
         return deleted
 
     async def get(self, job_id: str, entry: Entry) -> JobInfo | None:
@@ -208,34 +301,87 @@ class IdJobs:
                 return info
         return None
 
+    # -- pop -------------------------------------------------------------------------
+
     async def pop(
         self, topics: Sequence[str], wait: float, hung_up: asyncio.Event | None
     ) -> Reservation | None:
         """Lease one due job of the first of ``topics`` that has one, with the
         job's own ttr, waiting up to ``wait`` seconds on all of them at once;
-        None when the wait ends or the client hung up."""
+        None when the wait ends or the client hung up. The work runs in a task
+        of its own: if this call is cancelled, it is stopped, and the job it
+        may still lease goes back at once."""
+        stop = asyncio.Event()  # the client is gone or this call was cancelled
+        relay = asyncio.ensure_future(_relay(hung_up, stop)) if hung_up is not None else None
+        work = asyncio.ensure_future(self._pop(topics, wait, hung_up, stop))
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            stop.set()
+            self._abandoned.add(work)  # a task nobody refers to may be collected
+            work.add_done_callback(self._give_back_abandoned)
+            raise
+        finally:
+            if relay is not None:
+                relay.cancel()
+
+    def _give_back_abandoned(self, work: asyncio.Task[Reservation | None]) -> None:
+        self._abandoned.discard(work)
+        if work.cancelled():
+            return
+        if work.exception() is not None:
+            log.warning("a cancelled pop failed: %s", work.exception())
+        elif (job := work.result()) is not None:
+            self.polls.give_back_later([job])
+
+    async def _pop(
+        self,
+        topics: Sequence[str],
+        wait: float,
+        hung_up: asyncio.Event | None,
+        stop: asyncio.Event,
+    ) -> Reservation | None:
         if len(topics) > 1:  # in the order given first, as ouqiang's BLPOP looks
             for topic in topics:
+                if stop.is_set():
+                    return None
                 jobs = (await self.q.reserve_once(topic, 1)).jobs
                 if jobs:
                     return await self._hand_over(jobs, hung_up)
             if wait <= 0:
                 return None
-        stop = asyncio.Event()  # a topic got a job, or the client is gone
-        relay = asyncio.ensure_future(_relay(hung_up, stop)) if hung_up is not None else None
+        return await self._hand_over(await self._race(topics, wait, stop), hung_up)
 
-        async def one(topic: str) -> list[Reservation]:
-            jobs = await self.polls.reserve(topic, 1, None, wait, stop)
-            if jobs:
-                stop.set()
-            return jobs
-
+    async def _race(
+        self, topics: Sequence[str], wait: float, stop: asyncio.Event
+    ) -> list[Reservation]:
+        """Wait on every topic at once until one leases a job or fails, or all
+        end; then stop the others and wait for them to end too. The jobs
+        leased, in the order of ``topics``; a failure is raised once every job
+        is given back. The waits are stopped through ``stop``, not cancelled:
+        a stopped LongPolls.reserve gives back what its topic leases for it,
+        where a cancel landing after the lease would lose the job."""
+        waits = [
+            asyncio.ensure_future(self.polls.reserve(topic, 1, None, wait, stop))
+            for topic in topics
+        ]
         try:
-            found = await asyncio.gather(*(one(topic) for topic in topics))
+            pending: set[asyncio.Task[list[Reservation]]] = set(waits)
+            while pending and not stop.is_set():
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                if any(w.cancelled() or w.exception() is not None or w.result() for w in done):
+                    break
         finally:
-            if relay is not None:
-                relay.cancel()
-        return await self._hand_over([job for jobs in found for job in jobs], hung_up)
+            stop.set()
+            if waits:
+                await asyncio.wait(waits)  # each ends at once, stopped
+        jobs = [job for w in waits for job in _leased(w)]
+        for w in waits:
+            error = None if w.cancelled() else w.exception()
+            if error is not None:
+                await self.polls.give_back(jobs)
+                raise error
+        return jobs
 
     async def _hand_over(
         self, jobs: list[Reservation], hung_up: asyncio.Event | None
@@ -246,4 +392,12 @@ class IdJobs:
         if len(jobs) > len(keep):
             await self.polls.give_back(jobs[len(keep) :])
         self.metrics.reserved(keep)
-        return keep[0] if keep else None
+        if not keep:
+            return None
+        if keep[0].max_attempts == MAX_ATTEMPTS:  # pushed here: its finish is by id
+            try:
+                # a job the index lost to a race (docs/compat.md) is named again
+                await self._ensure(keep[0].id, (keep[0].topic,))
+            except ChronoqError as exc:
+                log.warning("could not check the index entry of %r: %s", keep[0].id, exc)
+        return keep[0]

@@ -172,7 +172,7 @@ class Ouqiang:
         if not 0 < ttr <= _MAX_TTR:
             return _failed(BAD_TTR)
         self.auth.check(call.token, Action.PUT, topic)
-        await self.jobs.push(topic, job_id, body, delay=delay, ttr=ttr)
+        await self.jobs.push(topic, job_id, body, delay=delay, ttr=ttr, token=call.token)
         return Reply(200, OuqiangAnswer(0, ADDED))
 
     async def pop(self, call: Call) -> Reply:

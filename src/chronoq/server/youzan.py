@@ -104,7 +104,9 @@ class Youzan:
         delay = _seconds(fields, "delay", 0.0)
         ttr = _seconds(fields, "ttr", _DEFAULT_TTR)
         self.auth.check(call.token, Action.PUT, topic)
-        await self.jobs.push(topic, job_id, fields.get("body"), delay=delay, ttr=ttr)
+        await self.jobs.push(
+            topic, job_id, fields.get("body"), delay=delay, ttr=ttr, token=call.token
+        )
         return YouzanAnswer(True, None, job_id)
 
     async def pop(self, call: Call, fields: dict[str, Any]) -> YouzanAnswer:
