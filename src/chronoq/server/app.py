@@ -21,7 +21,7 @@ from chronoq.server.problems import ApiError
 from chronoq.server.routing import Call, Reply, Route, Router
 from chronoq.server.settings import ServerSettings
 from chronoq.server.ui import dashboard
-from chronoq.server.v1 import v1_routes
+from chronoq.server.v1_routes import v1_routes
 
 __all__ = ["ChronoqApp", "create_app"]
 

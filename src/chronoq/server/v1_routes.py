@@ -1,0 +1,238 @@
+"""The route table of the /v1 API: method, path, handler, action, the body
+and answer types (which also make the OpenAPI document)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chronoq.aio import AsyncQueue
+from chronoq.server import wire
+from chronoq.server.auth import Action
+from chronoq.server.longpoll import LongPolls
+from chronoq.server.metrics import Metrics
+from chronoq.server.routing import Param, Route
+from chronoq.server.settings import Limits
+from chronoq.server.v1 import V1
+
+__all__ = ["v1_routes"]
+
+_TOPIC = "/v1/topics/{topic}"
+_JOB = _TOPIC + "/jobs/{id}"
+_ERRORS = {400: wire.ErrorBody, 401: wire.ErrorBody, 403: wire.ErrorBody, 503: wire.ErrorBody}
+
+
+def v1_routes(queue: AsyncQueue, polls: LongPolls, limits: Limits, metrics: Metrics) -> list[Route]:
+    api = V1(queue, polls, limits, metrics)
+    lease_errors = {**_ERRORS, 404: wire.ErrorBody, 409: wire.ErrorBody}
+    put, reserve, read, admin = Action.PUT, Action.RESERVE, Action.READ, Action.ADMIN
+    limit = Param(
+        "limit",
+        {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
+        "how many dead jobs at most",
+    )
+
+    def route(
+        method: str,
+        path: str,
+        handler: Any,
+        summary: str,
+        action: Action,
+        body: Any,
+        answer: Any,
+        *,
+        status: int = 200,
+        errors: dict[int, Any] | None = None,
+        tag: str = "jobs",
+        **extra: Any,
+    ) -> Route:
+        answers = {status: answer, **(errors or _ERRORS)}
+        return Route(method, path, handler, summary, action, body, answers, tag=tag, **extra)
+
+    return [
+        Route(
+            "POST",
+            _TOPIC + "/jobs",
+            api.put,
+            "Put one job (201 created, 200 it existed)",
+            put,
+            wire.PutJob,
+            {201: wire.PutResultBody, 200: wire.PutResultBody, **_ERRORS},
+            tag="produce",
+        ),
+        route(
+            "POST",
+            _TOPIC + "/jobs:batch",
+            api.put_batch,
+            "Put up to max_batch jobs: all checked first, all or nothing",
+            put,
+            wire.BatchPut,
+            wire.BatchPutResult,
+            tag="produce",
+        ),
+        route(
+            "POST",
+            _TOPIC + "/reserve",
+            api.reserve,
+            "Lease up to count due jobs, waiting up to wait seconds (long poll)",
+            reserve,
+            wire.ReserveBody,
+            wire.ReserveResultBody,
+            tag="consume",
+        ),
+        route(
+            "POST",
+            _TOPIC + "/jobs:ack",
+            api.ack_batch,
+            "Ack many leases at once",
+            reserve,
+            wire.AckBatch,
+            wire.AckBatchResult,
+            tag="consume",
+        ),
+        route(
+            "POST",
+            _JOB + "/ack",
+            api.ack,
+            "Ack a leased job: it is done",
+            reserve,
+            wire.LeaseBody,
+            wire.Empty,
+            errors=lease_errors,
+            tag="consume",
+        ),
+        route(
+            "POST",
+            _JOB + "/nack",
+            api.nack,
+            "Give a leased job back for a retry",
+            reserve,
+            wire.NackBody,
+            wire.NackResult,
+            errors=lease_errors,
+            tag="consume",
+        ),
+        route(
+            "POST",
+            _JOB + "/touch",
+            api.touch,
+            "Extend a lease",
+            reserve,
+            wire.TouchBody,
+            wire.Touched,
+            errors=lease_errors,
+            tag="consume",
+        ),
+        route(
+            "POST",
+            _JOB + "/bury",
+            api.bury,
+            "Move a leased job to the dead letters",
+            reserve,
+            wire.StateBody,
+            wire.NackResult,
+            errors=lease_errors,
+            tag="consume",
+        ),
+        route(
+            "POST",
+            _JOB + "/release",
+            api.release,
+            "Give a leased job back now, without counting a failure",
+            reserve,
+            wire.StateBody,
+            wire.Empty,
+            errors=lease_errors,
+            tag="consume",
+        ),
+        route(
+            "GET",
+            _JOB,
+            api.get,
+            "A job's state, payload, attempts, last error",
+            read,
+            None,
+            wire.JobInfoBody,
+            errors={**_ERRORS, 404: wire.ErrorBody},
+        ),
+        route("DELETE", _JOB, api.delete, "Cancel a job (any state)", put, None, wire.Deleted),
+        route(
+            "POST",
+            _JOB + "/reschedule",
+            api.reschedule,
+            "Move a waiting job's due time",
+            put,
+            wire.RescheduleBody,
+            wire.Rescheduled,
+        ),
+        route(
+            "GET",
+            "/v1/topics",
+            api.topics,
+            "The topics with jobs",
+            read,
+            None,
+            wire.TopicList,
+            tag="topics",
+        ),
+        route(
+            "GET",
+            _TOPIC + "/stats",
+            api.stats,
+            "Counts per state, paused, next due time",
+            read,
+            None,
+            dict[str, Any],
+            tag="topics",
+        ),
+        route(
+            "GET",
+            _TOPIC + "/dead",
+            api.dead,
+            "Dead jobs, oldest first",
+            read,
+            None,
+            wire.JobList,
+            tag="topics",
+            query=(limit,),
+        ),
+        route(
+            "POST",
+            _TOPIC + "/dead/requeue",
+            api.requeue,
+            "Move dead jobs (all, or those named) back to ready",
+            admin,
+            wire.Requeue,
+            wire.Requeued,
+            tag="topics",
+        ),
+        route(
+            "POST",
+            _TOPIC + "/purge",
+            api.purge,
+            "Delete every job of the topic",
+            admin,
+            None,
+            dict[str, int],
+            tag="topics",
+        ),
+        route(
+            "POST",
+            _TOPIC + "/pause",
+            api.pause,
+            "Hand out no job until resumed",
+            admin,
+            None,
+            wire.Paused,
+            tag="topics",
+        ),
+        route(
+            "POST",
+            _TOPIC + "/resume",
+            api.resume,
+            "Hand out jobs again",
+            admin,
+            None,
+            wire.Paused,
+            tag="topics",
+        ),
+    ]
