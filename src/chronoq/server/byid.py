@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -324,6 +324,10 @@ class IdJobs:
         finally:
             if relay is not None:
                 relay.cancel()
+
+    def giver(self, job: Reservation) -> Callable[[], None]:
+        """For ``Reply.undelivered``: give ``job`` back now."""
+        return lambda: self.polls.give_back_later([job])
 
     def _give_back_abandoned(self, work: asyncio.Task[Reservation | None]) -> None:
         self._abandoned.discard(work)

@@ -185,8 +185,11 @@ class Ouqiang:
         for name in topics:
             self.auth.check(call.token, Action.RESERVE, name)
         job = await self.jobs.pop(topics, self.pop_wait, call.hung_up)
-        data = None if job is None else OuqiangPopData(job.id, body_text(job.payload))
-        return Reply(200, OuqiangPopAnswer(0, DONE, data))
+        if job is None:
+            return Reply(200, OuqiangPopAnswer(0, DONE, None))
+        data = OuqiangPopData(job.id, body_text(job.payload))
+        # an answer that cannot be written gives the job back at once
+        return Reply(200, OuqiangPopAnswer(0, DONE, data), undelivered=self.jobs.giver(job))
 
     async def _by_id(self, call: Call, action: Action) -> tuple[str, Entry | None]:
         job_id = _text(_fields(call.raw_body), "id")

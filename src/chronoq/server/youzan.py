@@ -12,7 +12,7 @@ import msgspec
 from msgspec import Struct
 
 from chronoq.errors import ChronoqError, InvalidInput
-from chronoq.job import validate_topic
+from chronoq.job import Reservation, validate_topic
 from chronoq.server.auth import Action, Auth
 from chronoq.server.byid import BYID_TOPIC, IdJobs, Refused, trim
 from chronoq.server.problems import from_chronoq
@@ -76,6 +76,7 @@ class Youzan:
 
     async def command(self, call: Call) -> Reply:
         job_id = None
+        popped: Reservation | None = None
         try:
             fields = _fields(call.raw_body)
             if isinstance(fields.get("id"), str):
@@ -87,7 +88,7 @@ class Youzan:
             if kind == "add":
                 answer = await self.add(call, fields)
             elif kind == "pop":
-                answer = await self.pop(call, fields)
+                answer, popped = await self.pop(call, fields)
             elif kind in ("finish", "delete"):
                 answer = await self.remove(call, fields, kind)
             else:
@@ -97,7 +98,10 @@ class Youzan:
         except ChronoqError as exc:
             text = str(exc) if isinstance(exc, InvalidInput) else from_chronoq(exc).message
             answer = YouzanAnswer(False, text, job_id)
-        return Reply(200, answer)
+        if popped is None:
+            return Reply(200, answer)
+        # an answer that cannot be written gives the job back at once
+        return Reply(200, answer, undelivered=self.jobs.giver(popped))
 
     async def add(self, call: Call, fields: dict[str, Any]) -> YouzanAnswer:
         topic, job_id = _text(fields, "topic"), _text(fields, "id")
@@ -109,7 +113,9 @@ class Youzan:
         )
         return YouzanAnswer(True, None, job_id)
 
-    async def pop(self, call: Call, fields: dict[str, Any]) -> YouzanAnswer:
+    async def pop(
+        self, call: Call, fields: dict[str, Any]
+    ) -> tuple[YouzanAnswer, Reservation | None]:
         topics = list(dict.fromkeys(t for t in map(trim, _text(fields, "topic").split(",")) if t))
         if not topics:
             raise Refused("topic names no topic: give one, or several separated by commas")
@@ -127,7 +133,9 @@ class Youzan:
                 raise Refused(f"topic {BYID_TOPIC} is chronoq's index of job ids: it has no jobs")
             self.auth.check(call.token, Action.RESERVE, topic)
         job = await self.jobs.pop(topics, wait, call.hung_up)
-        return YouzanAnswer(True) if job is None else YouzanAnswer(True, None, job.id, job.payload)
+        if job is None:
+            return YouzanAnswer(True), None
+        return YouzanAnswer(True, None, job.id, job.payload), job
 
     async def remove(self, call: Call, fields: dict[str, Any], kind: str) -> YouzanAnswer:
         job_id = _text(fields, "id")
