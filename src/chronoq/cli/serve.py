@@ -39,7 +39,13 @@ def _banner(console: Console, host: str, port: int, root: str, tls: bool) -> Non
 @click.command()
 @click.option("--store", metavar="URL", envvar="CHRONOQ_STORE", help=STORE_HELP)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=7070, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--port",
+    default=7070,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on.",
+)
 @click.option(
     "--config",
     "config",
@@ -64,10 +70,13 @@ def _banner(console: Console, host: str, port: int, root: str, tls: bool) -> Non
 )
 @click.option("--insecure", is_flag=True, help="Allow a non-loopback --host without tokens.")
 @click.option("--access-log", is_flag=True, help="Log every request.")
-@click.option("--ssl-keyfile", type=click.Path(exists=True, dir_okay=False), default=None)
-@click.option("--ssl-certfile", type=click.Path(exists=True, dir_okay=False), default=None)
-@click.option("--ssl-keyfile-password", default=None)
-@click.option("--ssl-ca-certs", type=click.Path(exists=True, dir_okay=False), default=None)
+@click.option("--ssl-keyfile", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="TLS: the private key (PEM); serves HTTPS with --ssl-certfile.")  # fmt: skip
+@click.option("--ssl-certfile", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="TLS: the certificate chain (PEM).")  # fmt: skip
+@click.option("--ssl-keyfile-password", default=None, help="TLS: the key's password.")
+@click.option("--ssl-ca-certs", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="TLS: CA certificates to verify clients with.")  # fmt: skip
 def serve(
     store: str | None,
     host: str,
