@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run demo test lint bench bench-peers bench-spark bench-stacks example-spark system-deps clean
+.PHONY: run demo test test-spark lint bench bench-peers bench-spark bench-stacks bench-http example-spark system-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,9 +36,13 @@ run: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/chronoq demo
 
-## test: install what the tests need and run the whole suite
+## test: install what the tests need and run the suite (the Spark pipeline's has its own target)
 test: $(VENV)/.installed-dev system-deps
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --ignore=tests/pipeline
+
+## test-spark: the Spark pipeline's tests (a local[2] Spark: slow; CI runs them after make test)
+test-spark: $(VENV)/.installed-dev system-deps
+	$(BIN)/python -m pytest tests/pipeline
 
 ## example-spark: the orders example (a million orders scheduled from Spark, a worker, export, analyze)
 example-spark: $(VENV)/.installed-dev system-deps
@@ -72,6 +76,13 @@ bench-stacks: $(VENV)/.installed-bench
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; }
 	$(BIN)/python bench/stacks/run.py $(ARGS)
 
+## bench-http: chronoq serve on SQLite and Redis, next to a bare ASGI hello-world (needs wrk)
+bench-http: $(VENV)/.installed-bench system-deps
+	@command -v wrk >/dev/null 2>&1 || { \
+	  echo "installing wrk (Debian package)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; }
+	$(BIN)/python bench/http/run.py $(ARGS)
+
 ## bench-peers: chronoq next to RQ, arq, huey, Dramatiq and Celery (peers in bench/.venvs/)
 bench-peers: $(VENV)/.installed-bench system-deps
 	$(BIN)/python bench/peers/run.py $(ARGS)
@@ -80,6 +91,9 @@ bench-peers: $(VENV)/.installed-bench system-deps
 # Chromium with its driver for the dashboard's browser test: Debian's packages
 # when missing (nothing downloads a browser build)
 system-deps:
+	@command -v wrk >/dev/null 2>&1 || { \
+	  echo "installing wrk (Debian package), the HTTP benchmark's load generator"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; }
 	@{ command -v chromium && command -v chromedriver; } >/dev/null 2>&1 || { \
 	  echo "installing chromium and chromium-driver (Debian packages)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \

@@ -31,11 +31,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-import uvicorn
 
-from chronoq.server import ServerSettings, create_app
+from chronoq.server import ServerSettings
 
-from ..server.live import LiveServer, free_port
+from ..server.live import LiveServer, free_port, start_server
 
 __all__ = [
     "DROP",
@@ -259,20 +258,7 @@ class FaultServer:
 
 def start_server_on(store: str, port: int, settings: ServerSettings | None = None) -> LiveServer:
     """``live.start_server`` on a port chosen beforehand."""
-    app = create_app(store, settings=settings)
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, loop="uvloop", http="httptools",
-        log_level="warning", lifespan="on", timeout_graceful_shutdown=10,
-    )  # fmt: skip
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name=f"chronoq-serve-{port}", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.01)
-    return LiveServer(app, server, thread, f"http://127.0.0.1:{port}")
+    return start_server(store, settings, port=port)
 
 
 class ServeProcess:

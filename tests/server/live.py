@@ -34,9 +34,12 @@ class LiveServer:
         assert not self.thread.is_alive(), "the server did not stop"
 
 
-def start_server(store: str, settings: ServerSettings | None = None) -> LiveServer:
+def start_server(
+    store: str, settings: ServerSettings | None = None, *, port: int | None = None
+) -> LiveServer:
+    """A server on ``store``, on ``port`` (default: a free one)."""
     app = create_app(store, settings=settings)
-    port = free_port()
+    port = port or free_port()
     config = uvicorn.Config(
         app, host="127.0.0.1", port=port, loop="uvloop", http="httptools",
         log_level="warning", lifespan="on", timeout_graceful_shutdown=10,

@@ -21,7 +21,7 @@ from chronoq.server.routing import Call, Reply, Route, Router, query_of
 from chronoq.server.settings import ServerSettings
 from chronoq.server.wire import ENCODER
 
-__all__ = ["ASGIApp", "Observer", "Receive", "Scope", "Send", "Service"]
+__all__ = ["ASGIApp", "Observer", "Receive", "Scope", "Send", "Service", "route_path"]
 
 log = logging.getLogger("chronoq")
 
@@ -58,6 +58,18 @@ async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
+
+
+def route_path(scope: Scope) -> bytes:
+    """The raw path a route is matched on: without the query, and without
+    the prefix a proxy serves the app under (``--root-path``), which uvicorn
+    puts in front of it."""
+    path: bytes = scope.get("raw_path") or scope["path"].encode()
+    path = path.partition(b"?")[0]
+    root = scope.get("root_path", "").encode()
+    if root and path.startswith(root):
+        path = path[len(root) :] or b"/"
+    return path
 
 
 def _header(scope: Scope, wanted: bytes) -> bytes | None:
@@ -161,21 +173,13 @@ class App:
                 )  # fmt: skip
         return None
 
-    def _path(self, scope: Scope) -> bytes:
-        path: bytes = scope.get("raw_path") or scope["path"].encode()
-        path = path.partition(b"?")[0]
-        root = scope.get("root_path", "").encode()
-        if root and path.startswith(root):
-            path = path[len(root) :] or b"/"
-        return path
-
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         refused = self._foreign(scope)
         if refused is not None:
             await self._send(send, _refusal(None, refused))
             return
-        path = self._path(scope)
+        path = route_path(scope)
         for prefix, app in self.mounts.items():
             if path == prefix.encode().rstrip(b"/") or path.startswith(prefix.encode()):
                 await app(scope, receive, send)

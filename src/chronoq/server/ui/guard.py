@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import msgspec
 
-from chronoq.server.asgi import ASGIApp, Message, Receive, Scope, Send
+from chronoq.server.asgi import ASGIApp, Message, Receive, Scope, Send, route_path
 from chronoq.server.problems import ApiError
 from chronoq.server.settings import ServerSettings
 
@@ -30,15 +30,6 @@ SECURITY_HEADERS = (
     (b"x-frame-options", b"DENY"),
 )
 _NO_STORE = (b"cache-control", b"no-store")
-
-
-def _route_path(scope: Scope) -> bytes:
-    path: bytes = scope.get("raw_path") or scope["path"].encode()
-    path = path.partition(b"?")[0]
-    root = scope.get("root_path", "").encode()
-    if root and path.startswith(root):
-        path = path[len(root) :] or b"/"
-    return path
 
 
 def _header(scope: Scope, wanted: bytes) -> bytes | None:
@@ -69,7 +60,7 @@ def guard(app: ASGIApp, settings: ServerSettings) -> ASGIApp:
         if scope["type"] != "http":
             await app(scope, receive, send)
             return
-        if _route_path(scope) == b"/ui":
+        if route_path(scope) == b"/ui":
             # relative: right behind a proxy that serves the app under a prefix
             await _answer(send, 308, b"", (b"location", b"ui/"))
             return
