@@ -35,6 +35,7 @@ Observer = Callable[[str, int, float], None]  # route template, status, seconds
 _JSON = b"application/json"
 INTERNAL_PREFIX = "chronoq."  # topics the server keeps for itself (chronoq.byid)
 _LOOPBACK_NAMES = {"localhost", "::1"}
+_LOCAL_HOSTS = (b"127.0.0.1:", b"localhost:")  # the usual Host values, known good at once
 
 
 class _HungUp(Exception):
@@ -154,9 +155,15 @@ class App:
         settings = self.service.settings
         if settings.auth.enabled:
             return None
-        site = _header(scope, b"sec-fetch-site")
-        origin = _header(scope, b"origin")
-        host = _header(scope, b"host") or b""
+        site = origin = None
+        host = b""
+        for name, value in scope["headers"]:  # one pass: this runs on every request
+            if name == b"host":
+                host = value
+            elif name == b"origin":
+                origin = value
+            elif name == b"sec-fetch-site":
+                site = value
         if site in (b"cross-site", b"same-site") or (
             origin is not None and urlsplit(origin.decode("latin-1")).netloc.encode() != host
         ):
@@ -164,7 +171,7 @@ class App:
                 403, "cross_origin", "a request from another web site: without tokens this "
                 "server answers only its own pages and clients that are not browsers",
             )  # fmt: skip
-        if settings.local_only:
+        if settings.local_only and not host.startswith(_LOCAL_HOSTS):
             name = urlsplit("//" + host.decode("latin-1")).hostname or ""
             if not (name in _LOOPBACK_NAMES or name.startswith("127.")):
                 return ApiError(

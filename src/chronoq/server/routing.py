@@ -101,28 +101,37 @@ class Route:
 
 
 class Router:
+    """Routes by path template. The usual request is found by one dict look-up
+    on (method, segment count, last segment) and one check of the other
+    segments; a path that ends in a parameter is matched among the templates
+    of its length."""
+
     def __init__(self) -> None:
         self.routes: list[Route] = []
         self._by_shape: dict[int, list[tuple[list[str], Route]]] = {}
+        self._by_last: dict[tuple[str, int, str], list[tuple[list[str], Route]]] = {}
 
     def add(self, route: Route) -> None:
         self.routes.append(route)
         segments = route.segments
         self._by_shape.setdefault(len(segments), []).append((segments, route))
+        if segments and segments[-1][:1] != "{":
+            key = (route.method, len(segments), segments[-1])
+            self._by_last.setdefault(key, []).append((segments, route))
 
     def match(self, method: str, raw_path: bytes) -> tuple[Route, dict[str, str]]:
         """The route for a request; raises 404 or 405 ApiError."""
         text = raw_path.decode("latin-1")
         parts = text.strip("/").split("/") if text.strip("/") else []
+        if parts:
+            for template, route in self._by_last.get((method, len(parts), parts[-1]), ()):
+                params = _fit(template, parts)
+                if params is not None:
+                    return route, params
         allowed: list[str] = []
         for template, route in self._by_shape.get(len(parts), ()):
-            params: dict[str, str] = {}
-            for want, got in zip(template, parts, strict=True):
-                if want[:1] == "{":
-                    params[want[1:-1]] = unquote(got)
-                elif want != got:
-                    break
-            else:
+            params = _fit(template, parts)
+            if params is not None:
                 if route.method == method:
                     return route, params
                 allowed.append(route.method)
@@ -131,6 +140,17 @@ class Router:
                 405, "method_not_allowed", f"{method} is not allowed here; use {', '.join(allowed)}"
             )
         raise ApiError(404, "no_such_route", f"no endpoint at {text}: see /openapi.json")
+
+
+def _fit(template: list[str], parts: list[str]) -> dict[str, str] | None:
+    """The parameters of ``parts`` when they fit ``template``, else None."""
+    params: dict[str, str] = {}
+    for want, got in zip(template, parts, strict=True):
+        if want[:1] == "{":
+            params[want[1:-1]] = unquote(got)
+        elif want != got:
+            return None
+    return params
 
 
 def query_of(raw: bytes) -> dict[str, str]:
