@@ -155,3 +155,8 @@ def test_root_path_behind_a_proxy(tmp_path: Path, served: list[Served]) -> None:
     assert httpx.get(f"{server.url}/v1/topics").status_code == 200
     doc = httpx.get(f"{server.url}/openapi.json").json()
     assert "/v1/topics" in doc["paths"]
+    # the dashboard's links are relative: they stay under the proxy's prefix
+    moved = httpx.get(f"{server.url}/ui")
+    assert moved.status_code == 308 and moved.headers["location"] == "ui/"
+    assert httpx.get(f"{server.url}/ui/").status_code == 200
+    assert httpx.get(f"{server.url}/ui/topics").status_code == 200

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 import chronoq
-from chronoq.server import Action, Auth, ServerSettings, Token, create_app, hash_token
+from chronoq.server import Action, Auth, ServerSettings, Token, hash_token
 from chronoq.server.ui import activity
 
 from .live import LiveServer
@@ -97,27 +97,6 @@ def test_the_page_loads_without_a_token_and_links_its_files(http: httpx.Client) 
 def test_the_page_preselects_a_topic(http: httpx.Client) -> None:
     assert 'hx-get="topics/orders.eu"' in http.get("/ui/?topic=orders.eu").text
     assert 'hx-get="topics/' not in http.get("/ui/?topic=bad%20topic").text
-
-
-def test_served_under_a_root_path(store_url: str) -> None:
-    """Behind a proxy that adds a prefix (``--root-path``), the page's
-    relative links and the redirect still land inside the prefix."""
-
-    async def run() -> None:
-        app = create_app(store_url)
-        transport = httpx.ASGITransport(app=app, root_path="/cq")
-        try:
-            async with httpx.AsyncClient(
-                transport=transport, base_url="http://127.0.0.1"
-            ) as client:
-                moved = await client.get("/cq/ui")
-                assert moved.status_code == 308 and moved.headers["location"] == "ui/"
-                assert (await client.get("/cq/ui/")).status_code == 200
-                assert (await client.get("/cq/ui/topics")).status_code == 200
-        finally:
-            await app.service.close()
-
-    asyncio.run(run())
 
 
 # -- reads ---------------------------------------------------------------------------------
