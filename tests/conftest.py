@@ -91,3 +91,28 @@ def spawn(tmp_path: Path) -> Iterator[Callable[..., Child]]:
     yield start
     for child in children:
         child.cleanup()
+
+
+@pytest.fixture
+def serve(store_url: str) -> Iterator[Callable[..., Any]]:
+    """Start chronoq servers (uvicorn in a thread, tests/server/live.py) on
+    this test's store, each backend in turn, or on ``store``; all are
+    stopped at the end. Imported here, not at collection: the server extra
+    is only needed by the tests that use it."""
+    from .server.live import start_server
+
+    started: list[Any] = []
+
+    def start(settings: Any = None, store: str | None = None) -> Any:
+        server = start_server(store or store_url, settings)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def server(serve: Callable[..., Any]) -> Any:
+    return serve()

@@ -19,14 +19,10 @@ Everything goes to examples/orders/out/ (a fresh SQLite store there by default).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import sys
 import threading
 import time
 from pathlib import Path
-
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F

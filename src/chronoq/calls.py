@@ -24,6 +24,7 @@ from chronoq.job import (
 
 __all__ = [
     "MAX_COUNT",
+    "MAX_LIMIT",
     "MAX_WAIT_S",
     "SEQ_BEYOND",
     "LeaseRef",
@@ -43,6 +44,7 @@ __all__ = [
 ]
 
 MAX_COUNT = 10_000
+MAX_LIMIT = 100_000  # events, dead jobs, jobs of one read
 MAX_WAIT_S = 3600.0
 MAX_ERROR_CHARS = 10_000
 SEQ_BEYOND = 1 << 62  # a seq past any log's head: a read after it finds no event
@@ -139,8 +141,8 @@ def requeue_ids(topic: str, ids: Sequence[str] | None) -> list[str] | None:
 
 
 def check_limit(limit: object) -> None:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100_000:
-        raise InvalidInput(f"limit must be an integer from 1 to 100000, got {limit!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
 
 
 def log_shard_arg(shard: object) -> LogShard:

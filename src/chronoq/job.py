@@ -18,6 +18,9 @@ from chronoq.states import EventKind, State
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD",
+    "ID_PATTERN",
+    "TOPIC_PATTERN",
+    "YEAR_10000",
     "Event",
     "EventPage",
     "Job",
@@ -41,10 +44,12 @@ __all__ = [
 
 DEFAULT_MAX_PAYLOAD = 1024 * 1024
 MAX_PRIORITY = 1000
-_YEAR_10000 = 253_402_300_800  # epoch seconds
+YEAR_10000 = 253_402_300_800  # epoch seconds: a run_at from there on is a unit mistake
 MAX_DURATION_S = 10 * 365 * 24 * 3600  # ten years: beyond that it is a unit mistake
-_TOPIC_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
-_ID_RE = re.compile(r"[!-~]{1,256}")  # printable ASCII, no whitespace
+TOPIC_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}"
+ID_PATTERN = r"[!-~]{1,256}"  # printable ASCII, no whitespace
+_TOPIC_RE = re.compile(TOPIC_PATTERN)
+_ID_RE = re.compile(ID_PATTERN)
 _BYTES_TAG = b"\x00"  # JSON text never starts with NUL, so one byte tells bytes apart
 _BINARY = (bytes, bytearray, memoryview)
 
@@ -291,7 +296,7 @@ def run_at_ms(value: object) -> int:
         return math.floor(moment.timestamp() * 1000)
     if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
         raise InvalidInput(f"run_at must be a datetime or epoch seconds, got {value!r}")
-    if not 0 <= value < _YEAR_10000:  # beyond that it is ms or µs passed as seconds
+    if not 0 <= value < YEAR_10000:  # beyond that it is ms or µs passed as seconds
         raise InvalidInput(
             f"run_at {value!r} is not an epoch time in seconds before the year 10000 "
             "(was it in milliseconds?)"

@@ -1,39 +1,17 @@
-"""Fixtures of the HTTP clients' tests: a real server (uvicorn in a thread,
-tests/server/live.py) on each backend, and a client of each kind on it."""
+"""Fixtures of the HTTP clients' tests: a client of each kind on the real
+server of the ``server`` fixture (tests/conftest.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import chronoq.http
-from chronoq.server import ServerSettings
 
 from ..aio_bridge import BridgedQueue
-from ..server.live import LiveServer, start_server
-
-
-@pytest.fixture
-def serve(store_url: str) -> Iterator[Callable[..., LiveServer]]:
-    """Start servers on this test's store (each backend in turn), or on
-    ``store``; all are stopped at the end."""
-    started: list[LiveServer] = []
-
-    def start(settings: ServerSettings | None = None, store: str | None = None) -> LiveServer:
-        server = start_server(store or store_url, settings)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
-
-
-@pytest.fixture
-def server(serve: Callable[..., LiveServer]) -> LiveServer:
-    return serve()
+from ..server.live import LiveServer
 
 
 @pytest.fixture

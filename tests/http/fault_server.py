@@ -6,35 +6,22 @@ without answering, hold it unanswered past the client's timeout, answer a
 given status and body (a proxy's error page), or forward the request to a
 real chronoq server and pass its answer back. It records every request it
 received, so a test can count how many times a call was sent, and when.
-
-``start_server_on``: a real chronoq server (uvicorn in a thread, as
-tests/server/live.py starts it) on a port chosen beforehand.
-``ServeProcess``: ``chronoq serve`` as a child process, stopped by SIGTERM."""
+The chronoq servers themselves come from tests/server/live.py."""
 
 from __future__ import annotations
 
 import http.client
 import itertools
 import json
-import os
-import signal
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
-
-import httpx
-
-from chronoq.server import ServerSettings
-
-from ..server.live import LiveServer, free_port, start_server
 
 __all__ = [
     "DROP",
@@ -44,8 +31,6 @@ __all__ = [
     "Forward",
     "Hold",
     "Received",
-    "ServeProcess",
-    "start_server_on",
 ]
 
 # headers that belong to one connection, not to the message
@@ -251,49 +236,3 @@ class FaultServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-# -- real chronoq servers ----------------------------------------------------------------
-
-
-def start_server_on(store: str, port: int, settings: ServerSettings | None = None) -> LiveServer:
-    """``live.start_server`` on a port chosen beforehand."""
-    return start_server(store, settings, port=port)
-
-
-class ServeProcess:
-    """``chronoq serve`` in a child process on a free port, on a SQLite store
-    in ``workdir``; ``terminate`` sends SIGTERM (the way a server is stopped)."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = workdir / f"serve-{self.port}.log"
-        env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
-        with self.log.open("wb") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "chronoq.cli.main", "serve", "--port", str(self.port),
-                 "--store", f"sqlite:///{workdir / 'serve.db'}"],
-                stdout=log, stderr=subprocess.STDOUT, env=env,
-            )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.kill()
-                raise RuntimeError(f"chronoq serve did not start: {self.log.read_text()}")
-            time.sleep(0.05)
-
-    def terminate(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(30)
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(30)

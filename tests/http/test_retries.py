@@ -24,12 +24,12 @@ import chronoq.http
 from chronoq.errors import BackendUnavailable, InvalidInput, InvalidJob, NotFound
 from chronoq.http import HTTPError
 from chronoq.server import ServerSettings
+from chronoq.server.problems import RETRY_AFTER_S
 
 from ..redis_server import RedisServer, redis_server_binary
-from ..server.live import LiveServer, free_port, start_server
-from .fault_server import DROP, Answer, FaultServer, Forward, Hold, ServeProcess, start_server_on
+from ..server.live import LiveServer, ServeProcess, free_port, start_server
+from .fault_server import DROP, Answer, FaultServer, Forward, Hold
 
-RETRY_AFTER_S = 1.0  # what the server's 503 asks for (server/problems.py)
 BACKOFF_S = 0.25  # the client's first pause without a Retry-After (http/transport.py)
 
 
@@ -145,7 +145,7 @@ def test_a_refused_connection_is_tried_again_even_for_a_put(sqlite_url: str) -> 
 
     def start_later() -> None:
         time.sleep(0.1)
-        started.append(start_server_on(sqlite_url, port))
+        started.append(start_server(sqlite_url, port=port))
 
     thread = threading.Thread(target=start_later)
     thread.start()
@@ -299,7 +299,7 @@ def test_a_poll_ended_early_by_a_stopping_server_ends_the_reserve(tmp_path: Path
                     time.sleep(0.01)
                 time.sleep(0.3)  # the poll has reached the server and waits
                 stopped.append(time.monotonic())
-                served.terminate()
+                served.stop()
 
             thread = threading.Thread(target=stop_while_it_waits)
             thread.start()

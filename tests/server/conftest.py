@@ -1,36 +1,14 @@
-"""Fixtures of the HTTP service's tests: a real server on each backend."""
+"""Fixtures of the HTTP service's tests; ``serve`` and ``server`` (a real
+server on each backend) are in tests/conftest.py, shared with tests/http."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from chronoq.server import ServerSettings
-
-from .live import LiveServer, start_server
-
-
-@pytest.fixture
-def serve(store_url: str) -> Iterator[Callable[..., LiveServer]]:
-    """Start servers on this test's store (each backend in turn); all are
-    stopped at the end."""
-    started: list[LiveServer] = []
-
-    def start(settings: ServerSettings | None = None, store: str | None = None) -> LiveServer:
-        server = start_server(store or store_url, settings)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
-
-
-@pytest.fixture
-def server(serve: Callable[..., LiveServer]) -> LiveServer:
-    return serve()
+from .live import LiveServer
 
 
 @pytest.fixture

@@ -4,21 +4,24 @@ parts (its long polls) while it talks to it over real HTTP."""
 
 from __future__ import annotations
 
-import socket
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
+import httpx
 import uvicorn
 
 from chronoq.server import ServerSettings, create_app
 from chronoq.server.app import ChronoqApp
 
+from ..redis_server import free_port
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+__all__ = ["LiveServer", "ServeProcess", "free_port", "start_server"]
 
 
 @dataclass
@@ -53,3 +56,42 @@ def start_server(
             raise RuntimeError("the test server did not start")
         time.sleep(0.01)
     return LiveServer(app, server, thread, f"http://127.0.0.1:{port}")
+
+
+class ServeProcess:
+    """``chronoq serve`` as a child process on a free port, on a SQLite store
+    in ``workdir``, with more options in ``args``; ``stop`` sends SIGTERM
+    (the way a server is stopped) and answers its exit code."""
+
+    def __init__(self, workdir: Path, *args: str, scheme: str = "http") -> None:
+        self.port = free_port()
+        self.url = f"{scheme}://127.0.0.1:{self.port}"
+        self.log = workdir / f"serve-{self.port}.log"
+        env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "chronoq.cli.main", "serve", "--port", str(self.port),
+                 "--store", f"sqlite:///{workdir / 'serve.db'}", *args],
+                stdout=log, stderr=subprocess.STDOUT, env=env,
+            )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1, verify=False).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(f"chronoq serve did not start: {self.log.read_text()}")
+            time.sleep(0.05)
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(30)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(30)

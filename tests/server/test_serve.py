@@ -4,13 +4,11 @@ long polls with no jobs at once and stops cleanly."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import signal
 import ssl
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,36 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .live import free_port
-
-
-class Served:
-    def __init__(self, tmp_path: Path, *args: str, scheme: str = "http") -> None:
-        self.port = free_port()
-        self.url = f"{scheme}://127.0.0.1:{self.port}"
-        self.log = tmp_path / f"serve-{self.port}.log"
-        env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
-        with self.log.open("wb") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "chronoq.cli.main", "serve", "--port", str(self.port),
-                 "--store", f"sqlite:///{tmp_path / 'serve.db'}", *args],
-                stdout=log, stderr=subprocess.STDOUT, env=env,
-            )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1, verify=False).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            assert self.process.poll() is None, self.log.read_text()
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
-
-    def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(30)
+from .live import ServeProcess as Served
 
 
 @pytest.fixture

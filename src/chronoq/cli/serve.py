@@ -117,9 +117,10 @@ def serve(
     options = ServeOptions(
         store, host, port, config, workers, root_path, insecure, pop_wait, access_log, ssl=ssl
     )
-    check_exposure(options, options.settings())  # a bad config or host: exit 2 before binding
+    settings = options.settings()
+    check_exposure(options, settings)  # a bad config or host: exit 2 before binding
     _banner(Console(stderr=True), host, port, root_path, bool(ssl_certfile))
-    run(options)
+    run(options, settings)
 
 
 @click.command()

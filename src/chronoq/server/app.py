@@ -45,8 +45,7 @@ class ChronoqApp(App):
         metrics: Metrics,
         store: str,
     ) -> None:
-        ui = dashboard(queue, service, store)
-        mounts = {"/ui/": ui} if ui is not None else {}
+        mounts = {"/ui/": dashboard(queue, service, store)}
         super().__init__(service, router, mounts, observe=metrics.observe_request)
         self.queue = queue
         self.polls = polls
@@ -76,8 +75,6 @@ def create_app(
     async def healthz(call: Call) -> Reply:
         try:
             await q.stats(_HEALTH_TOPIC)
-        except ApiError:
-            raise
         except Exception as exc:  # any failure to read means unhealthy
             raise ApiError(503, "store_unavailable", f"the store is unavailable: {exc}") from None
         return Reply(200, Health(True, q.url))

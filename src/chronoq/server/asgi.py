@@ -5,7 +5,6 @@ goes to the log, never to the client."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -21,7 +20,7 @@ from chronoq.server.routing import Call, Reply, Route, Router, query_of
 from chronoq.server.settings import ServerSettings
 from chronoq.server.wire import ENCODER
 
-__all__ = ["ASGIApp", "Observer", "Receive", "Scope", "Send", "Service", "route_path"]
+__all__ = ["ASGIApp", "Observer", "Receive", "Scope", "Send", "Service", "header", "route_path"]
 
 log = logging.getLogger("chronoq")
 
@@ -73,7 +72,8 @@ def route_path(scope: Scope) -> bytes:
     return path
 
 
-def _header(scope: Scope, wanted: bytes) -> bytes | None:
+def header(scope: Scope, wanted: bytes) -> bytes | None:
+    """The first value of a request header (lower-case name), or None."""
     for name, value in scope["headers"]:
         if name == wanted:
             return bytes(value)
@@ -119,11 +119,14 @@ class App:
         router: Router,
         mounts: dict[str, ASGIApp] | None = None,
         observe: Observer | None = None,
+        *,
+        check_site: bool = True,  # False: mounted in an App that checks (_foreign)
     ) -> None:
         self.service = service
         self.router = router
         self.mounts = dict(mounts or {})
         self.observe = observe
+        self.check_site = check_site
         self._decoders: dict[int, msgspec.json.Decoder[Any]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -182,7 +185,7 @@ class App:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
-        refused = self._foreign(scope)
+        refused = self._foreign(scope) if self.check_site else None
         if refused is not None:
             await self._send(send, _refusal(None, refused))
             return
@@ -226,7 +229,7 @@ class App:
             if problem.status >= 500 and problem.status != 503:
                 log.exception("%s %s failed", scope["method"], template)
             return template, _refusal(route, problem)
-        except (_HungUp, asyncio.CancelledError):
+        except _HungUp:  # before the catch-all below (CancelledError is no Exception)
             raise
         except Exception:
             log.exception("%s %s failed", scope["method"], template)
@@ -250,7 +253,7 @@ class App:
             validate_id(params["id"])
         token = None
         if route.action is not None and settings.auth.enabled:
-            token = settings.auth.identify(_header(scope, b"authorization"))
+            token = settings.auth.identify(header(scope, b"authorization"))
             if not route.checks_in_handler:
                 settings.auth.check(token, route.action, params.get("topic"))
         raw = b""

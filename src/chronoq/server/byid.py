@@ -28,7 +28,15 @@ from typing import Any
 from chronoq.aio import AsyncQueue
 from chronoq.calls import put_args
 from chronoq.errors import ChronoqError, InvalidInput
-from chronoq.job import MAX_DURATION_S, Job, JobInfo, Reservation, validate_id, validate_topic
+from chronoq.job import (
+    MAX_DURATION_S,
+    YEAR_10000,
+    Job,
+    JobInfo,
+    Reservation,
+    validate_id,
+    validate_topic,
+)
 from chronoq.server.auth import Action, Token
 from chronoq.server.longpoll import LongPolls
 from chronoq.server.metrics import Metrics
@@ -43,7 +51,7 @@ BYID_TOPIC = "chronoq.byid"
 # count; chronoq's highest max_attempts is as close as it gets to "never dead".
 MAX_ATTEMPTS = 1_000_000
 MAX_DELAY_S = 1 << 31  # ouqiang's longest delay, 68 years
-_NEVER = 253_402_300_799.0  # 9999-12-31T23:59:59Z: the latest run_at chronoq takes
+_NEVER = float(YEAR_10000 - 1)  # 9999-12-31T23:59:59Z: the latest run_at chronoq takes
 # each write of _ensure is read back; more rounds than this means another
 # process rewrites the entry as fast as it is read: given up, and logged
 _ENSURE_ROUNDS = 5

@@ -8,21 +8,21 @@ from typing import Any
 
 import msgspec
 
+from chronoq.job import ID_PATTERN, TOPIC_PATTERN, YEAR_10000
 from chronoq.server.routing import Route
 from chronoq.server.settings import Limits
 
 __all__ = ["openapi_document"]
 
 _REF = "#/components/schemas/{name}"
-ID_PATTERN = r"^[!-~]{1,256}$"
-YEAR_10000 = 253_402_300_800  # epoch seconds: a run_at beyond is a unit mistake
+ID_RULE = f"^{ID_PATTERN}$"
 
 
 def _path_params(route: Route) -> list[dict[str, Any]]:
     names = [s[1:-1] for s in route.segments if s.startswith("{")]
     described = {
-        "topic": ("A topic: 1-128 of A-Z a-z 0-9 . _ : -", r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"),
-        "id": ("A job id: 1-256 printable ASCII characters, percent-encoded", r"^[!-~]{1,256}$"),
+        "topic": ("A topic: 1-128 of A-Z a-z 0-9 . _ : -", f"^{TOPIC_PATTERN}$"),
+        "id": ("A job id: 1-256 printable ASCII characters, percent-encoded", ID_RULE),
     }
     params = []
     for name in names:
@@ -73,12 +73,12 @@ def _rules(components: dict[str, Any], limits: Limits) -> None:
         return components[name]["properties"]  # type: ignore[no-any-return]
 
     for name in ("JobSpec", "PutJob", "LeaseRefBody"):
-        props(name)["id"] = _nullable(props(name)["id"], {"pattern": ID_PATTERN})
+        props(name)["id"] = _nullable(props(name)["id"], {"pattern": ID_RULE})
     for name in ("JobSpec", "PutJob", "RescheduleBody"):
         props(name)["run_at"] = _nullable(
             props(name)["run_at"], {"minimum": 0, "exclusiveMaximum": YEAR_10000}
         )
-    props("Requeue")["ids"]["anyOf"][0]["items"]["pattern"] = ID_PATTERN
+    props("Requeue")["ids"]["anyOf"][0]["items"]["pattern"] = ID_RULE
     props("ReserveBody")["count"]["maximum"] = limits.max_count
     props("ReserveBody")["wait"]["maximum"] = limits.max_wait
     props("BatchPut")["jobs"]["maxItems"] = limits.max_batch

@@ -16,11 +16,16 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
-from chronoq.errors import ChronoqError, InvalidInput
-from chronoq.job import validate_topic
+from chronoq.errors import ChronoqError
 from chronoq.server.auth import Action, Auth
-from chronoq.server.byid import BYID_TOPIC, Entry, IdJobs, Refused, trim
-from chronoq.server.problems import ApiError, from_chronoq
+from chronoq.server.byid import (
+    Entry,
+    IdJobs,
+    Refused,
+    trim,
+)
+from chronoq.server.problems import ApiError
+from chronoq.server.protocols import check_topics, refusal_text, split_topics
 from chronoq.server.routing import Call, Reply, Route
 
 __all__ = ["body_text", "ouqiang_routes"]
@@ -143,14 +148,7 @@ def _failed(message: str) -> Reply:
 
 
 def _topics(text: str) -> list[str]:
-    # ouqiang splits without trimming, so "a, b" waits on " b", which no push
-    # can fill; here each part is trimmed and an empty one dropped
-    topics = list(dict.fromkeys(part for part in map(trim, text.split(",")) if part))
-    for topic in topics:
-        validate_topic(topic)
-        if topic == BYID_TOPIC:
-            raise Refused(f"topic {BYID_TOPIC} is chronoq's index of job ids: it has no jobs")
-    return topics
+    return check_topics(split_topics(text))
 
 
 class Ouqiang:
@@ -235,7 +233,7 @@ def _guarded(handler: Callable[[Call], Awaitable[Reply]]) -> Callable[[Call], Aw
         except Refused as exc:
             return _failed(str(exc))
         except ChronoqError as exc:
-            return _failed(str(exc) if isinstance(exc, InvalidInput) else from_chronoq(exc).message)
+            return _failed(refusal_text(exc))
 
     return guarded
 

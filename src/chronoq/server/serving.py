@@ -107,10 +107,12 @@ def app_from_env() -> ChronoqApp:
     return app
 
 
-def run(options: ServeOptions) -> None:
-    """Serve until SIGTERM/SIGINT. Raises ``ConfigError`` on bad options."""
-    settings = options.settings()  # fail here, once, not in every worker
-    check_exposure(options, settings)
+def run(options: ServeOptions, settings: ServerSettings | None = None) -> None:
+    """Serve until SIGTERM/SIGINT. Raises ``ConfigError`` on bad options.
+    ``settings``: those of ``options``, already loaded and checked."""
+    if settings is None:
+        settings = options.settings()  # fail here, once, not in every worker
+        check_exposure(options, settings)
     os.environ[_ENV] = json.dumps(asdict(options))
     metrics_dir = None
     if options.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

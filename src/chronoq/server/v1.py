@@ -64,12 +64,20 @@ class V1:
         )
         self.acks: Coalescer[str, JobLease, bool] = Coalescer(self._ack_group)
 
+    def _check_batch(self, size: int, what: str) -> None:
+        if size > self.limits.max_batch:
+            raise ApiError(
+                400, "too_many", f"{size} {what} in one batch, over the limit of "
+                f"{self.limits.max_batch}: split it",
+            )  # fmt: skip
+
     async def _put_group(
         self, key: tuple[str, bool], jobs: list[Job]
     ) -> list[PutResult | InvalidJob]:
         """One put_many for the group. It checks every job before it writes
         any, so a bad job (named by its index) is answered alone and the
-        others go again without it: each job is checked once, not twice."""
+        others go again without it: in the usual group, with no bad job, each
+        job is checked once."""
         topic, replace = key
         results: list[PutResult | InvalidJob | None] = [None] * len(jobs)
         left = list(range(len(jobs)))
@@ -117,13 +125,7 @@ class V1:
 
     async def put_batch(self, call: Call) -> Reply:
         batch: wire.BatchPut = call.body
-        if len(batch.jobs) > self.limits.max_batch:
-            raise ApiError(
-                400,
-                "too_many",
-                f"{len(batch.jobs)} jobs in one batch, over the limit of "
-                f"{self.limits.max_batch}: split it",
-            )
+        self._check_batch(len(batch.jobs), "jobs")
         jobs = []
         for index, spec in enumerate(batch.jobs):
             try:
@@ -177,13 +179,7 @@ class V1:
 
     async def ack_batch(self, call: Call) -> Reply:
         batch: wire.AckBatch = call.body
-        if len(batch.leases) > self.limits.max_batch:
-            raise ApiError(
-                400,
-                "too_many",
-                f"{len(batch.leases)} leases in one batch, over the "
-                f"limit of {self.limits.max_batch}: split it",
-            )
+        self._check_batch(len(batch.leases), "leases")
         topic = call.param("topic")
         lost = await self.q.ack_many([JobLease(topic, ref.id, ref.lease) for ref in batch.leases])
         self.metrics.transition(topic, "ack", len(batch.leases) - len(lost))

@@ -40,12 +40,11 @@ def v1_routes(queue: AsyncQueue, polls: LongPolls, limits: Limits, metrics: Metr
         body: Any,
         answer: Any,
         *,
-        status: int = 200,
         errors: dict[int, Any] | None = None,
         tag: str = "jobs",
         **extra: Any,
     ) -> Route:
-        answers = {status: answer, **(errors or _ERRORS)}
+        answers = {200: answer, **(errors or _ERRORS)}
         return Route(method, path, handler, summary, action, body, answers, tag=tag, **extra)
 
     return [

@@ -11,11 +11,11 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
-from chronoq.errors import ChronoqError, InvalidInput
-from chronoq.job import Reservation, validate_topic
+from chronoq.errors import ChronoqError
+from chronoq.job import Reservation
 from chronoq.server.auth import Action, Auth
-from chronoq.server.byid import BYID_TOPIC, IdJobs, Refused, trim
-from chronoq.server.problems import from_chronoq
+from chronoq.server.byid import IdJobs, Refused, trim
+from chronoq.server.protocols import check_topics, refusal_text, split_topics
 from chronoq.server.routing import Call, Reply, Route
 from chronoq.server.settings import Limits
 
@@ -96,8 +96,7 @@ class Youzan:
         except Refused as exc:
             answer = YouzanAnswer(False, str(exc), job_id)
         except ChronoqError as exc:
-            text = str(exc) if isinstance(exc, InvalidInput) else from_chronoq(exc).message
-            answer = YouzanAnswer(False, text, job_id)
+            answer = YouzanAnswer(False, refusal_text(exc), job_id)
         if popped is None:
             return Reply(200, answer)
         # an answer that cannot be written gives the job back at once
@@ -116,7 +115,7 @@ class Youzan:
     async def pop(
         self, call: Call, fields: dict[str, Any]
     ) -> tuple[YouzanAnswer, Reservation | None]:
-        topics = list(dict.fromkeys(t for t in map(trim, _text(fields, "topic").split(",")) if t))
+        topics = split_topics(_text(fields, "topic"))
         if not topics:
             raise Refused("topic names no topic: give one, or several separated by commas")
         if "wait" in fields and "timeout" in fields:
@@ -128,9 +127,7 @@ class Youzan:
                 f"max_wait), got {_shown(wait)}: pop again when it ends"
             )
         for topic in topics:
-            validate_topic(topic)
-            if topic == BYID_TOPIC:
-                raise Refused(f"topic {BYID_TOPIC} is chronoq's index of job ids: it has no jobs")
+            check_topics([topic])
             self.auth.check(call.token, Action.RESERVE, topic)
         job = await self.jobs.pop(topics, wait, call.hung_up)
         if job is None:

@@ -147,31 +147,29 @@ class LoopWake:
     async def _check_version(self) -> None:
         while self._dirty and self._waiting:
             self._dirty = False
-            try:
-                version = await self._data_version()
-            except ChronoqError:  # the waiters' next attempt will meet it and say so
-                self._wake_all()
+            if not await self._reread():
                 return
-            if self._version is not None and version != self._version:
-                self._wake_all()  # our own commits leave data_version as it was
-            self._version = version
 
     async def _check_other_processes(self) -> None:
-        if not self._files:
-            return
         while self._waiting:
             await asyncio.sleep(CROSS_PROCESS_CHECK_S)
-            if not self._files_moved():
-                continue
-            try:
-                version = await self._data_version()
-            except ChronoqError:  # the waiters' next attempt will meet it and say so
-                self._wake_all()
+            if self._files_moved() and not await self._reread():
                 return
-            if self._version is not None and version != self._version:
-                self._version = version
-                self._wake_all()
-            self._version = version
+
+    async def _reread(self) -> bool:
+        """Read ``data_version``; wake every waiter when another process
+        committed (our own commits leave it as it was) or when the store
+        cannot be read (their next attempt meets that and says so).
+        False: stop checking."""
+        try:
+            version = await self._data_version()
+        except ChronoqError:
+            self._wake_all()
+            return False
+        if self._version is not None and version != self._version:
+            self._wake_all()
+        self._version = version
+        return True
 
     def close(self) -> None:
         self._signals.unlisten(self._from_any_thread)

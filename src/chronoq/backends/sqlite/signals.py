@@ -28,24 +28,25 @@ class FileSignals:
     def __init__(self) -> None:
         self.cond = threading.Condition(threading.Lock())
         self.counters: dict[str, int] = {}
-        self.listeners: list[Callable[[str], None]] = []
+        # replaced, never changed in place: notify reads it without a copy
+        self.listeners: tuple[Callable[[str], None], ...] = ()
 
     def notify(self, topic: str) -> None:
         with self.cond:
             self.counters[topic] = self.counters.get(topic, 0) + 1
             self.cond.notify_all()
-            listeners = list(self.listeners)
+            listeners = self.listeners
         for listener in listeners:  # outside the lock: a listener only schedules work
             listener(topic)
 
     def listen(self, listener: Callable[[str], None]) -> None:
         with self.cond:
-            self.listeners.append(listener)
+            self.listeners = (*self.listeners, listener)
 
     def unlisten(self, listener: Callable[[str], None]) -> None:
         with self.cond:
-            if listener in self.listeners:
-                self.listeners.remove(listener)
+            # == not is: a bound method is a new object at each access
+            self.listeners = tuple(each for each in self.listeners if each != listener)
 
     def counter(self, topic: str) -> int:
         with self.cond:

@@ -17,10 +17,11 @@ from chronoq.server.ui.routes import ui_routes
 __all__ = ["dashboard"]
 
 
-def dashboard(queue: AsyncQueue, service: Service, store: str) -> ASGIApp | None:
+def dashboard(queue: AsyncQueue, service: Service, store: str) -> ASGIApp:
     """The dashboard's ASGI app, mounted at /ui/; ``store`` is the full store
     URL (with any password), for reads that need a blocking queue."""
     router = Router()
     for route in ui_routes(Board(queue, service, store), Assets()):
         router.add(route)
-    return guard(App(service, router), service.settings)
+    # mounted in the service's App, which has checked where the request came from
+    return guard(App(service, router, check_site=False), service.settings)

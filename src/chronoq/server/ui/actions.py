@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 
-from chronoq.job import validate_id, validate_topic
 from chronoq.server.routing import Call, Reply
 from chronoq.server.ui.board import Board
 from chronoq.server.ui.fragments import html_reply
@@ -41,22 +40,22 @@ class Actions:
         log.info("dashboard: %s %s by %s", what, target, who)
 
     def _job(self, call: Call) -> tuple[str, str]:
-        return validate_topic(call.param("topic")), validate_id(call.param("id"))
+        return call.param("topic"), call.param("id")
 
     async def pause(self, call: Call) -> Reply:
-        topic = validate_topic(call.param("topic"))
+        topic = call.param("topic")
         self._audit(call, "pause", topic)
         await self.queue.pause(topic)
         return _done(f"Paused {topic}: its jobs stay, and none is handed out.")
 
     async def resume(self, call: Call) -> Reply:
-        topic = validate_topic(call.param("topic"))
+        topic = call.param("topic")
         self._audit(call, "resume", topic)
         await self.queue.resume(topic)
         return _done(f"Resumed {topic}.")
 
     async def requeue_all(self, call: Call) -> Reply:
-        topic = validate_topic(call.param("topic"))
+        topic = call.param("topic")
         self._audit(call, "requeue all", topic)
         moved = await self.queue.requeue(topic)
         return _done(f"Requeued {moved} dead job{'s' if moved != 1 else ''} of {topic}.")

@@ -43,7 +43,7 @@ class Fragments:
         return html_reply(topics_view(rows, acts, offset, len(names), TOPICS_PAGE))
 
     async def _summary(self, call: Call) -> tuple[str, Html]:
-        topic = validate_topic(call.param("topic"))
+        topic = call.param("topic")
         stats = await self.queue.stats(topic)
         view = (await self.board.activity.views([topic]))[topic]
         return topic, topic_summary(topic, stats, view, self.board.may_act(call, topic))
@@ -56,7 +56,7 @@ class Fragments:
         return html_reply((await self._summary(call))[1])
 
     async def dead(self, call: Call) -> Reply:
-        topic = validate_topic(call.param("topic"))
+        topic = call.param("topic")
         offset = offset_arg(call.query.get("offset"))
         page, stats = await asyncio.gather(
             dead_page(self.queue, topic, offset), self.queue.stats(topic)
@@ -65,7 +65,7 @@ class Fragments:
         return html_reply(dead_list(topic, page, offset, stats["dead"], acts))
 
     async def delayed(self, call: Call) -> Reply:
-        topic = validate_topic(call.param("topic"))
+        topic = call.param("topic")
         cursor = call.query.get("after") or None
         page, stats = await asyncio.gather(
             self.board.in_thread(lambda q: scan_state(q, topic, State.DELAYED, cursor)),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import msgspec
 
-from chronoq.server.asgi import ASGIApp, Message, Receive, Scope, Send, route_path
+from chronoq.server.asgi import ASGIApp, Message, Receive, Scope, Send, header, route_path
 from chronoq.server.problems import ApiError
 from chronoq.server.settings import ServerSettings
 
@@ -30,13 +30,6 @@ SECURITY_HEADERS = (
     (b"x-frame-options", b"DENY"),
 )
 _NO_STORE = (b"cache-control", b"no-store")
-
-
-def _header(scope: Scope, wanted: bytes) -> bytes | None:
-    for name, value in scope["headers"]:
-        if name == wanted:
-            return bytes(value)
-    return None
 
 
 async def _answer(send: Send, status: int, body: bytes, *headers: tuple[bytes, bytes]) -> None:
@@ -68,7 +61,7 @@ def guard(app: ASGIApp, settings: ServerSettings) -> ASGIApp:
             if settings.read_only_ui:
                 await _refuse(send, "read_only", "the dashboard is read-only: it offers no action")
                 return
-            if _header(scope, b"hx-request") != b"true":
+            if header(scope, b"hx-request") != b"true":
                 await _refuse(
                     send,
                     "forbidden",

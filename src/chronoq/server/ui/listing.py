@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chronoq.aio import AsyncQueue
+from chronoq.calls import MAX_LIMIT
 from chronoq.errors import InvalidInput
 from chronoq.job import JobInfo
 from chronoq.queue import Queue
@@ -22,7 +23,6 @@ __all__ = ["PAGE", "SCAN_BUDGET", "Page", "dead_page", "offset_arg", "scan_state
 PAGE = 25  # rows of a list page
 SCAN_BUDGET = 5000  # jobs one page of a state scan reads at most
 _SCAN_READ = 500  # jobs per read of a scan, at most
-_MAX_LIMIT = 100_000  # the queue's largest limit
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Page:
     scanned: int = 0
 
 
-def offset_arg(text: str | None, *, most: int = _MAX_LIMIT - PAGE - 1) -> int:
+def offset_arg(text: str | None, *, most: int = MAX_LIMIT - PAGE - 1) -> int:
     """A page offset from the query string."""
     if not text:
         return 0
@@ -46,7 +46,7 @@ def offset_arg(text: str | None, *, most: int = _MAX_LIMIT - PAGE - 1) -> int:
 
 async def dead_page(queue: AsyncQueue, topic: str, offset: int) -> Page:
     jobs = await queue.dead(topic, limit=offset + PAGE + 1)
-    more = len(jobs) > offset + PAGE and offset + 2 * PAGE + 1 <= _MAX_LIMIT
+    more = len(jobs) > offset + PAGE and offset + 2 * PAGE + 1 <= MAX_LIMIT
     return Page(jobs[offset : offset + PAGE], str(offset + PAGE) if more else None)
 
 

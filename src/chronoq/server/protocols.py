@@ -1,0 +1,32 @@
+"""What the two compatibility protocols (youzan.py, ouqiang.py) share
+besides the id index: a pop's topic list, and the words of a refusal."""
+
+from __future__ import annotations
+
+from chronoq.errors import ChronoqError, InvalidInput
+from chronoq.job import validate_topic
+from chronoq.server.byid import BYID_TOPIC, Refused, trim
+from chronoq.server.problems import from_chronoq
+
+__all__ = ["check_topics", "refusal_text", "split_topics"]
+
+
+def split_topics(text: str) -> list[str]:
+    """A pop's comma-separated topics, each trimmed, empty ones dropped. (ouqiang
+    splits without trimming, so "a, b" waits on " b", which no push can fill.)"""
+    return list(dict.fromkeys(part for part in map(trim, text.split(",")) if part))
+
+
+def check_topics(topics: list[str]) -> list[str]:
+    """Refuses a bad topic name, and the index's own topic, for a pop."""
+    for topic in topics:
+        validate_topic(topic)
+        if topic == BYID_TOPIC:
+            raise Refused(f"topic {BYID_TOPIC} is chronoq's index of job ids: it has no jobs")
+    return topics
+
+
+def refusal_text(exc: ChronoqError) -> str:
+    """What a protocol's answer says of an error: a bad input's own words,
+    else the HTTP API's message for it."""
+    return str(exc) if isinstance(exc, InvalidInput) else from_chronoq(exc).message
