@@ -100,7 +100,7 @@ class Server:
 
 
 def hello_server(place: Placement, port: int, log: Path) -> Server:
-    """The baseline: bench/stacks/apps.py's bare ASGI app on the same uvicorn
+    """The baseline: bench/stacks/baseline.py's bare ASGI app on the same uvicorn
     settings as ``chronoq serve`` (uvloop, httptools, no access log, no
     server header)."""
     command = [
@@ -108,7 +108,7 @@ def hello_server(place: Placement, port: int, log: Path) -> Server:
         sys.executable,
         "-m",
         "uvicorn",
-        "apps:raw",
+        "baseline:raw",
         "--app-dir",
         str(STACKS),
         "--port",

@@ -10,46 +10,16 @@ Served by uvicorn (uvloop, httptools); see ``bench/stacks/run.py``.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import msgspec
+from baseline import DUE_AT, raw  # noqa: F401 (served as apps:raw)
 from fastapi import FastAPI
 from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-
-DUE_AT = 1_764_000_000_000
-
-
-# -- a bare ASGI app: the baseline ------------------------------------------------------
-
-HELLO = json.dumps({"ok": True}).encode()
-JSON_HEADERS = [(b"content-type", b"application/json")]
-
-
-async def raw(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    if scope["type"] != "http":
-        return
-    body = b""
-    more = True
-    while more:
-        message = await receive()
-        body += message.get("body", b"")
-        more = message.get("more_body", False)
-    if scope["path"] == "/hello":
-        status, answer = 200, HELLO
-    else:
-        job = json.loads(body)
-        status = 201
-        answer = json.dumps(
-            {"id": job.get("id") or "x", "created": True, "due_at": DUE_AT}
-        ).encode()
-    await send({"type": "http.response.start", "status": status, "headers": JSON_HEADERS})
-    await send({"type": "http.response.body", "body": answer})
-
 
 # -- Starlette + msgspec ------------------------------------------------------------------
 
