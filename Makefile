@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run demo test test-spark lint bench bench-peers bench-spark bench-stacks bench-http example-spark system-deps clean
+.PHONY: test-topologies run demo test test-spark lint bench bench-peers bench-spark bench-stacks bench-http example-spark system-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +38,13 @@ demo: $(VENV)/.installed
 
 ## test: install what the tests need and run the suite (the Spark pipeline's has its own target)
 test: $(VENV)/.installed-dev system-deps
-	$(BIN)/python -m pytest --ignore=tests/pipeline
+	$(BIN)/python -m pytest --ignore=tests/pipeline --ignore=tests/cluster
+
+## test-topologies: the conformance suite and the cluster tests on a real Redis Cluster (3 primaries, 3 replicas) and a Sentinel-managed primary (CI runs them after make test)
+test-topologies: $(VENV)/.installed-dev system-deps
+	CHRONOQ_TOPOLOGIES=cluster,sentinel $(BIN)/python -m pytest tests/conformance \
+	  -k "redis-cluster or redis-sentinel"
+	$(BIN)/python -m pytest tests/cluster
 
 ## test-spark: the Spark pipeline's tests (a local[2] Spark: slow; CI runs them after make test)
 test-spark: $(VENV)/.installed-dev system-deps

@@ -33,12 +33,50 @@ if redis_server_binary() is not None or os.environ.get("CI") == "true":
     BACKENDS["redis"] = _redis_url  # in CI a missing redis-server fails, never skips
 
 
+def _topology_url(fixture: str) -> Callable[[pytest.FixtureRequest, Path], str]:
+    def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+        topology = request.getfixturevalue(fixture)
+        return f"{topology.url}?prefix=cq-{uuid.uuid4().hex[:12]}"
+
+    return url
+
+
+#: CHRONOQ_TOPOLOGIES=cluster,sentinel (make test-topologies) runs every test
+#: of ``store_url`` on a real Redis Cluster (3 primaries, 3 replicas) and on a
+#: Sentinel-managed primary as well
+TOPOLOGIES = {"cluster": "redis_cluster", "sentinel": "redis_sentinel"}
+for _name in filter(None, os.environ.get("CHRONOQ_TOPOLOGIES", "").split(",")):
+    if _name not in TOPOLOGIES:
+        raise ValueError(f"CHRONOQ_TOPOLOGIES: unknown topology {_name!r} (cluster, sentinel)")
+    BACKENDS[f"redis-{_name}"] = _topology_url(TOPOLOGIES[_name])
+
+
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     """One private redis-server for the session, on a free port."""
     server = RedisServer(tmp_path_factory.mktemp("redis"))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real Redis Cluster for the session: 3 primaries, a replica each."""
+    from .topologies import RedisCluster
+
+    cluster = RedisCluster(tmp_path_factory.mktemp("redis-cluster"))
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_sentinel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A primary, its replica and a sentinel for the session."""
+    from .topologies import SentinelSetup
+
+    setup = SentinelSetup(tmp_path_factory.mktemp("redis-sentinel"))
+    yield setup
+    setup.stop()
 
 
 @pytest.fixture(params=sorted(BACKENDS))

@@ -6,6 +6,7 @@ import json
 import json.scanner
 import math
 import re
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -38,6 +39,7 @@ __all__ = [
     "leases_by_topic",
     "prepare_job",
     "run_at_ms",
+    "shard_of",
     "validate_id",
     "validate_topic",
 ]
@@ -383,3 +385,9 @@ def prepare_job(job: Job, max_payload: int, index: int | None = None) -> NewJob:
         raise
     except InvalidInput as exc:
         raise InvalidJob(str(exc), index) from None
+
+
+def shard_of(job_id: str, shards: int) -> int:
+    """The shard of a job among ``shards``: a stable hash of its id (CRC-32),
+    the same in every process and language (DESIGN §4)."""
+    return zlib.crc32(job_id.encode()) % shards if shards > 1 else 0

@@ -42,6 +42,7 @@ from chronoq.job import (
     LogShard,
     PutResult,
     Reservation,
+    shard_of,
     validate_id,
     validate_topic,
 )
@@ -284,10 +285,11 @@ class Queue:
 
     # -- topic-wide --------------------------------------------------------------
 
-    def stats(self, topic: str) -> dict[str, Any]:
+    def stats(self, topic: str, *, per_shard: bool = False) -> dict[str, Any]:
         """Counts by state and more: delayed, ready, reserved, dead, total,
-        paused, next_due_at (ms or None)."""
-        return self.backend.stats(validate_topic(topic))
+        paused, next_due_at (ms or None); with ``per_shard``, also ``shards``:
+        for each shard in order, its delayed, ready, reserved, dead and next_due_at."""
+        return self.backend.stats(validate_topic(topic), per_shard)
 
     def topics(self) -> list[str]:
         """Topics that hold jobs or are paused, sorted."""
@@ -329,6 +331,10 @@ class Queue:
     def shards(self) -> int:
         """How many shards the store spreads a topic's jobs over (SQLite: 1)."""
         return self.backend.shards
+
+    def shard_of(self, job_id: str) -> int:
+        """The shard a job of this id is kept in (DESIGN §2: jobs are ordered within a shard)."""
+        return shard_of(job_id, self.backend.shards)
 
     def jobs(
         self, topic: str, *, shard: int = 0, cursor: str | None = None, limit: int = 1000

@@ -21,6 +21,7 @@ from chronoq import Event, EventKind, Job, JobInfo, Queue, Reservation, State
 from chronoq.errors import InvalidInput, InvalidJob, LeaseLost
 
 from ..localtime import local_timezone
+from .ordering import per_shard
 
 ULID_RE = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")  # Crockford base32: no I, L, O, U
 FAR = 3600.0  # a delay that never comes due during a test
@@ -1148,16 +1149,21 @@ def test_events_put_many_and_reserve_many(queue: Queue, topic: str) -> None:
         topic, [Job(id="x", priority=1), Job(id="y"), Job(id="x"), Job(id="z", delay=FAR)]
     )
     due = {r.id: r.due_at for r in results}
-    assert tail.kinds() == [("put", "x"), ("put", "y"), ("put", "z")]
+    puts = tail.kinds()
+    assert sorted(puts) == [("put", "x"), ("put", "y"), ("put", "z")]
+    assert per_shard(queue, [i for _, i in puts]) == per_shard(queue, ["x", "y", "z"])
     jobs = queue.reserve(topic, count=5)
     events = tail.new()
-    assert [(e.event.value, e.id) for e in events] == [("reserve", j.id) for j in jobs]
+    assert sorted((e.event.value, e.id) for e in events) == sorted(("reserve", j.id) for j in jobs)
+    assert per_shard(queue, [e.id for e in events]) == per_shard(queue, [j.id for j in jobs])
     for e in events:
         assert e.lag_ms is not None
         assert e.lag_ms >= 0
         _check(e, "reserve", e.id, 1, due[e.id], 1 if e.id == "x" else 0)
     assert queue.ack_many([*jobs, jobs[0]]) == [jobs[0].id]
-    assert tail.kinds() == [("ack", j.id) for j in jobs]
+    acked = tail.kinds()
+    assert sorted(acked) == sorted(("ack", j.id) for j in jobs)
+    assert per_shard(queue, [i for _, i in acked]) == per_shard(queue, [j.id for j in jobs])
 
 
 def test_events_nack_and_dead(queue: Queue, topic: str) -> None:
@@ -1260,7 +1266,9 @@ def test_event_cursor_resumes_without_duplicates_or_gaps(queue: Queue, topic: st
     queue.put_many(topic, [Job(id=f"a{i:02d}") for i in range(25)])
     queue.put(other, None, id="noise")
     everything = queue.events(topic=topic, limit=100_000).events
-    assert [e.id for e in everything] == [f"a{i:02d}" for i in range(25)]
+    ids = [e.id for e in everything]
+    assert per_shard(queue, ids) == per_shard(queue, [f"a{i:02d}" for i in range(25)])
+    assert len(ids) == 25
     pages: list[Event] = []
     cursor = None
     for _ in range(10):
@@ -1272,9 +1280,11 @@ def test_event_cursor_resumes_without_duplicates_or_gaps(queue: Queue, topic: st
             break
         cursor = page.cursor
     assert pages == everything
-    seqs = [e.seq for e in pages]
-    assert seqs == sorted(seqs)
-    assert len(set(seqs)) == len(seqs)
+    # seq numbers a shard's events (DESIGN §7): increasing, each once, shard by shard
+    for shard_ids in per_shard(queue, [e.id for e in pages]).values():
+        seqs = [e.seq for e in pages if e.id in shard_ids]
+        assert seqs == sorted(seqs)
+        assert len(set(seqs)) == len(seqs)
     # more events later: the saved cursor yields exactly the new ones
     queue.put(topic, None, id="late")
     queue.put(other, None, id="noise2")

@@ -114,26 +114,19 @@ def cluster_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 
 
 @pytest.mark.parametrize(
-    "shards",
-    [
-        1,
-        pytest.param(
-            4,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="Redis Cluster issue (DESIGN §4): a waiting consumer's one BLPOP "
-                "spans every shard's wake key, which Cluster rejects across slots",
-            ),
-        ),
-    ],
+    ("scheme", "shards"), [("redis", 1), ("redis+cluster", 4), ("redis+cluster", 16)]
 )
 def test_every_operation_runs_on_a_cluster_node(
     cluster_node: RedisServer,
     open_queue: Callable[[str], chronoq.Queue],
     prefix: str,
+    scheme: str,
     shards: int,
 ) -> None:
-    q = open_queue(f"{cluster_node.url}?shards={shards}&prefix={prefix}")
+    """One shard runs on a cluster node through redis://; several need
+    redis+cluster://, whose consumers wait on each shard's wake key on its own
+    (one BLPOP cannot span slots)."""
+    q = open_queue(f"{scheme}://127.0.0.1:{cluster_node.port}?shards={shards}&prefix={prefix}")
     q.put_many("c", [Job(n, id=f"j{n}", priority=n % 3) for n in range(40)])
     q.put("c", "late", id="late", delay=0.2)
     assert q.stats("c")["total"] == 41

@@ -39,6 +39,7 @@ from chronoq.job import (
     JobLease,
     PutResult,
     Reservation,
+    shard_of,
     validate_id,
     validate_topic,
 )
@@ -95,6 +96,15 @@ class AsyncQueue:
     def url(self) -> str:
         """The store URL, without any password."""
         return self.backend.url
+
+    @property
+    def shards(self) -> int:
+        """How many shards the store spreads a topic's jobs over (SQLite: 1)."""
+        return self.backend.shards
+
+    def shard_of(self, job_id: str) -> int:
+        """The shard a job of this id is kept in (DESIGN §2: jobs are ordered within a shard)."""
+        return shard_of(job_id, self.backend.shards)
 
     def __repr__(self) -> str:
         return f"<chronoq.aio.AsyncQueue {self.url}>"
@@ -321,9 +331,9 @@ class AsyncQueue:
 
     # -- topic-wide --------------------------------------------------------------
 
-    async def stats(self, topic: str) -> dict[str, Any]:
+    async def stats(self, topic: str, *, per_shard: bool = False) -> dict[str, Any]:
         """See ``Queue.stats``."""
-        return await self.backend.stats(validate_topic(topic))
+        return await self.backend.stats(validate_topic(topic), per_shard)
 
     async def topics(self) -> list[str]:
         """See ``Queue.topics``."""

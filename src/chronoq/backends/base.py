@@ -171,7 +171,8 @@ class Backend(ABC):
     # -- topic-wide ----------------------------------------------------------------------
 
     @abstractmethod
-    def stats(self, topic: str) -> dict[str, Any]: ...
+    def stats(self, topic: str, per_shard: bool = False) -> dict[str, Any]:
+        """Counts by state; with ``per_shard``, also ``shards``: the counts of each."""
 
     @abstractmethod
     def topics(self) -> list[str]: ...
@@ -266,6 +267,8 @@ class AsyncBackend(ABC):
     ``Backend`` for what each does."""
 
     url: str
+    #: how many shards a topic's jobs are spread over (as ``Backend.shards``)
+    shards: int = 1
 
     @abstractmethod
     async def put_many(
@@ -314,7 +317,7 @@ class AsyncBackend(ABC):
     ) -> bool: ...
 
     @abstractmethod
-    async def stats(self, topic: str) -> dict[str, Any]: ...
+    async def stats(self, topic: str, per_shard: bool = False) -> dict[str, Any]: ...
 
     @abstractmethod
     async def topics(self) -> list[str]: ...

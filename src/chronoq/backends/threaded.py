@@ -53,6 +53,7 @@ class ThreadedBackend(AsyncBackend):
     def __init__(self, backend: Backend, *, owned: bool = True) -> None:
         self.backend = backend
         self.url = backend.url
+        self.shards = backend.shards
         self._owned = owned
         self._calls = ThreadPoolExecutor(CALL_THREADS, thread_name_prefix="chronoq-call")
         self._waits = ThreadPoolExecutor(WAIT_THREADS, thread_name_prefix="chronoq-wait")

@@ -33,6 +33,7 @@ class AsyncRedisBackend(AsyncBackend):
         self, core: RedisCore, client: redis.asyncio.Redis, *, owner: Backend | None = None
     ) -> None:
         self.url = core.url
+        self.shards = core.shards
         self._core = core
         self._client = client
         self._owner = owner
@@ -74,10 +75,20 @@ class AsyncRedisBackend(AsyncBackend):
             await self._drive(self._core.hand_over(topic, shards, token))
 
         self._check_loop()
-        return AsyncRedisWatcher(self._link, self._core.wake_keys(topic), self.url, hand_over)
+        return AsyncRedisWatcher(
+            self._link,
+            self._core.wake_keys(topic),
+            self.url,
+            hand_over,
+            lambda shard: self._core.hints.mark(topic, shard),
+        )
 
     async def close(self) -> None:
         await self._client.aclose()
+        # a Sentinel-managed primary: the sentinels' own connections too
+        manager = getattr(self._client.connection_pool, "sentinel_manager", None)
+        for sentinel in getattr(manager, "sentinels", ()):
+            await sentinel.aclose()
         self._loop = None  # no connection left open: another loop may use it now
         if self._owner is not None:
             self._owner.close()

@@ -13,7 +13,7 @@ from chronoq.backends.base import AsyncWatcher
 from chronoq.backends.redis.aio_link import AsyncLink
 from chronoq.backends.redis.core import TimerHolder
 from chronoq.backends.redis.steps import errors
-from chronoq.backends.redis.watcher import blocking_pop, log_lost_timers
+from chronoq.backends.redis.watcher import blocking_pop, log_lost_timers, woken
 from chronoq.errors import ChronoqError
 
 __all__ = ["AsyncRedisWatcher"]
@@ -28,8 +28,10 @@ class AsyncRedisWatcher(AsyncWatcher, TimerHolder):
         wake_keys: list[str],
         url: str,
         hand_over: Callable[[set[int], str], Awaitable[None]],
+        on_wake: Callable[[int], None] | None = None,
     ) -> None:
         TimerHolder.__init__(self)
+        self._on_wake = on_wake
         self._link = link
         self._keys = wake_keys
         self._url = url
@@ -66,13 +68,19 @@ class AsyncRedisWatcher(AsyncWatcher, TimerHolder):
                     )
                 if reply is None:  # a timeout later than ours, the server's or redis-py's
                     await conn.disconnect(nowait=True)  # which one left nothing unread?
-                return reply is not None
+                    return False
+                woken(self._keys, reply, self._on_wake)
+                return True
             except TimeoutError:
                 if not timer.expired():
                     raise
             await self._link.call("CLIENT", "UNBLOCK", client_id)
             # nil after the unblock, or a token that arrived just before it
-            return await conn.read_response() is not None
+            reply = await conn.read_response()
+            if reply is None:
+                return False
+            woken(self._keys, reply, self._on_wake)
+            return True
         except BaseException:
             # cancelled or cut: a BLPOP still pending must not go back to the pool
             await conn.disconnect(nowait=True)

@@ -12,7 +12,7 @@ import heapq
 import itertools
 import json
 import secrets
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, cast
 
 from chronoq.backends.base import ReserveResult
@@ -24,6 +24,7 @@ from chronoq.backends.redis.codec import (
     pack_new_job,
     reservations,
 )
+from chronoq.backends.redis.hints import ShardHints
 from chronoq.backends.redis.keys import logs_key, shard_keys, shard_of, topics_key
 from chronoq.backends.redis.scripts import Scripts
 from chronoq.backends.redis.steps import Command, Pipeline, Steps
@@ -46,6 +47,9 @@ __all__ = ["RedisCore", "TimerHolder"]
 _PURGE_BATCH = 1000
 _PUT_CHUNK = 200
 _READ_ONLY = frozenset({"get"})  # every other script may write: WAIT after it
+# scripts that can make a job available: the shards they touch are looked at
+# by this process's next reserve (hints.py)
+_AVAILING = frozenset({"put", "nack", "requeue", "reschedule", "pause"})
 
 
 class TimerHolder:
@@ -84,7 +88,7 @@ class RedisCore:
         self._key_cache: dict[tuple[str, int], list[str]] = {}
         self._topic_sets = (topics_key(prefix), logs_key(prefix))
         self._known_topics: set[str] = set()
-        self._next_shard = 0
+        self.hints = ShardHints(shards)
 
     # -- plumbing ------------------------------------------------------------------
 
@@ -113,6 +117,8 @@ class RedisCore:
         """One script call per ``(shard, args)``, in order, in one round trip;
         ``on_reply`` sees each reply as it arrives (see Scripts.run)."""
         events_max = self.events_max
+        if name in _AVAILING and self.shards > 1:
+            calls = self._marking(topic, calls)
         keyed = ((self.keys(topic, shard), [events_max, *args]) for shard, args in calls)
         wait = None
         if self.replicas and name not in _READ_ONLY:
@@ -121,6 +127,13 @@ class RedisCore:
         if wait is not None:
             self.check_replicas(name, confirmed)
         return replies
+
+    def _marking(
+        self, topic: str, calls: Iterable[tuple[int, list[Any]]]
+    ) -> Iterator[tuple[int, list[Any]]]:
+        for shard, args in calls:
+            self.hints.mark(topic, shard)
+            yield shard, args
 
     def check_replicas(self, name: str, confirmed: int) -> None:
         """DurabilityError when fewer replicas than asked confirmed a write."""
@@ -187,18 +200,11 @@ class RedisCore:
         token = holder.token if holder is not None else ""
         jobs: list[Reservation] = []
         wake: float | None = None
-        start = self._next_shard
-        self._next_shard = (start + 1) % self.shards
-        for step in range(self.shards):
-            shard = (start + step) % self.shards
+        sharded = self.shards > 1
+        for shard in self.hints.due(topic) if sharded else (0,):
+            asked = count - len(jobs)
             reply = yield from self._run(
-                "reserve",
-                topic,
-                shard,
-                count - len(jobs),
-                ttr_ms or 0,
-                secrets.token_hex(8),
-                token,
+                "reserve", topic, shard, asked, ttr_ms or 0, secrets.token_hex(8), token
             )
             wake_in = int(reply[0]) / 1000  # µs from the script
             if wake_in >= 0:
@@ -208,10 +214,18 @@ class RedisCore:
                     holder.timers.add(shard)
                 else:
                     holder.timers.discard(shard)
-            jobs += reservations(topic, reply, ttr_ms)
+            got = reservations(topic, reply, ttr_ms)
+            if sharded:
+                self.hints.seen(topic, shard, len(got), asked, wake_in / 1000)
+            jobs += got
             if len(jobs) >= count:
                 break
-        return ReserveResult(jobs, None if jobs else wake)
+        if jobs:
+            return ReserveResult(jobs, None)
+        if sharded:
+            soon = self.hints.next_wake(topic)
+            wake = None if soon is None else soon * 1000
+        return ReserveResult(jobs, wake)
 
     def hand_over(self, topic: str, shards: set[int], token: str) -> Steps[None]:
         """Hand on the timers a waiter held (it stops waiting: lua/handover.lua)."""
@@ -288,34 +302,49 @@ class RedisCore:
 
     # -- topic-wide ---------------------------------------------------------------------------
 
-    def stats(self, topic: str) -> Steps[dict[str, Any]]:
+    def stats(self, topic: str, per_shard: bool = False) -> Steps[dict[str, Any]]:
         totals = {"delayed": 0, "ready": 0, "reserved": 0, "dead": 0}
         paused = False
         next_due: int | None = None
-        for shard in range(self.shards):
-            reply = yield from self._run("stats", topic, shard)
+        shards = []
+        replies = yield from self._run_many("stats", topic, ((n, []) for n in range(self.shards)))
+        for reply in replies:
             delayed, ready, reserved, dead, is_paused, first = (int(v) for v in reply)
-            for name, value in zip(totals, (delayed, ready, reserved, dead), strict=True):
+            counts = dict(zip(totals, (delayed, ready, reserved, dead), strict=True))
+            for name, value in counts.items():
                 totals[name] += value
             paused = paused or bool(is_paused)
             if first >= 0:
                 next_due = first if next_due is None else min(next_due, first)
-        return {**totals, "total": sum(totals.values()), "paused": paused, "next_due_at": next_due}
+            if per_shard:
+                shards.append({**counts, "next_due_at": first if first >= 0 else None})
+        stats: dict[str, Any] = {
+            **totals,
+            "total": sum(totals.values()),
+            "paused": paused,
+            "next_due_at": next_due,
+        }
+        if per_shard:
+            stats["shards"] = shards
+        return stats
 
     def topics(self) -> Steps[list[str]]:
         names: set[bytes] = yield Command(("SMEMBERS", topics_key(self.prefix)))
         return sorted(name.decode() for name in names)
 
     def dead(self, topic: str, limit: int) -> Steps[list[JobInfo]]:
-        found: list[JobInfo] = []
-        for shard in range(self.shards):
-            reply = yield from self._run("dead", topic, shard, limit)
+        found: list[tuple[float, JobInfo]] = []
+        replies = yield from self._run_many(
+            "dead", topic, ((n, [limit]) for n in range(self.shards))
+        )
+        for reply in replies:
             now = int(reply[0])
-            for b in range(1, len(reply), 2):
+            for b in range(1, len(reply), 3):
                 info = info_from_record(topic, key_id(reply[b]), reply[b + 1], now)
                 if info is not None:
-                    found.append(info)
-        return found[:limit]
+                    found.append((float(reply[b + 2]), info))
+        found.sort(key=lambda death: death[0])  # oldest death first, across shards
+        return [info for _, info in found[:limit]]
 
     def requeue(self, topic: str, ids: Sequence[str] | None) -> Steps[int]:
         moved = 0

@@ -3,7 +3,7 @@ tag ``{<topic>:<shard>}``, so the same scripts run on Redis Cluster."""
 
 from __future__ import annotations
 
-import zlib
+from chronoq.job import shard_of
 
 __all__ = ["PARTS", "logs_key", "shard_keys", "shard_of", "topics_key"]
 
@@ -22,11 +22,6 @@ PARTS = (
     "evseq",
     "timer",
 )
-
-
-def shard_of(job_id: str, shards: int) -> int:
-    """A job's shard: a stable hash of its id (CRC-32), the same in every process."""
-    return zlib.crc32(job_id.encode()) % shards if shards > 1 else 0
 
 
 def shard_keys(prefix: str, topic: str, shard: int) -> list[str]:

@@ -19,7 +19,7 @@ from typing import Any, cast
 import redis
 from redis.exceptions import ResponseError
 
-__all__ = ["Link"]
+__all__ = ["Link", "Sent"]
 
 
 class _Held:
@@ -54,8 +54,19 @@ def readable(sock: Any) -> bool:
         return True
 
 
+class Sent:
+    """Commands sent on a connection, their replies still to be read."""
+
+    __slots__ = ("count", "held")
+
+    def __init__(self, held: _Held, count: int) -> None:
+        self.held = held
+        self.count = count
+
+
 class Link:
     def __init__(self, client: redis.Redis) -> None:
+        self._client = client
         self._pool = client.connection_pool
         self._local = threading.local()
 
@@ -69,6 +80,10 @@ class Link:
         # one connection per thread that ever ran
         weakref.finalize(fresh, self._pool.release, fresh.conn)
         return fresh
+
+    def command(self, *args: Any) -> Any:
+        """One command through the client: its reply parsed the redis-py way."""
+        return self._client.execute_command(*args)
 
     def call(self, *args: Any) -> Any:
         """One command, one round trip; its reply (an error reply is raised)."""
@@ -87,6 +102,17 @@ class Link:
         the first while the caller still builds the next (a put_many of 1,000
         jobs is five calls), and ``on_reply(index, reply)`` sees each reply as
         it is read, while Redis runs the next."""
+        replies = self.collect(self.send(commands), on_reply)
+        if raise_on_error:
+            for reply in replies:
+                if isinstance(reply, Exception):
+                    raise reply
+        return replies
+
+    def send(self, commands: Iterable[tuple[Any, ...]]) -> Sent:
+        """The first half of a round trip: send ``commands`` on this thread's
+        connection; ``collect`` reads their replies. Between the two, other
+        connections may send theirs (a cluster's nodes work side by side)."""
         held = self._held()
         conn = held.conn
         # Commands are never sent twice: Redis may have run them before a cut
@@ -95,34 +121,34 @@ class Link:
         if held.open and _cut(conn):
             conn.disconnect()
         held.open = False
+        if conn._sock is None:
+            # connected through connect(), which a Sentinel-managed connection
+            # overrides to ask where the primary is now (sending connects
+            # without it, to the address of the last primary)
+            conn.connect()
+        count = 0
         try:
-            replies = self._exchange(conn, commands, on_reply)
+            for command in commands:
+                conn.send_packed_command(conn.pack_command(*command), check_health=False)
+                count += 1
+        except BaseException:
+            conn.disconnect()  # a half-sent command must not be followed by the next
+            raise
+        return Sent(held, count)
+
+    def collect(self, sent: Sent, on_reply: Callable[[int, Any], None] | None = None) -> list[Any]:
+        """The second half: a reply per command sent (an error reply in its place)."""
+        conn = sent.held.conn
+        replies = []
+        try:
+            for index in range(sent.count):
+                replies.append(self._reply(conn))
+                if on_reply is not None:
+                    on_reply(index, replies[-1])
         except BaseException:
             conn.disconnect()  # a half-read reply must not be read as the next one
             raise
-        held.open = True
-        if raise_on_error:
-            for reply in replies:
-                if isinstance(reply, Exception):
-                    raise reply
-        return replies
-
-    def _exchange(
-        self,
-        conn: Any,
-        commands: Iterable[tuple[Any, ...]],
-        on_reply: Callable[[int, Any], None] | None,
-    ) -> list[Any]:
-        """Send each command as it comes, then read a reply per command."""
-        count = 0
-        for command in commands:
-            conn.send_packed_command(conn.pack_command(*command), check_health=False)
-            count += 1
-        replies = []
-        for index in range(count):
-            replies.append(self._reply(conn))
-            if on_reply is not None:
-                on_reply(index, replies[-1])
+        sent.held.open = True
         return replies
 
     @staticmethod

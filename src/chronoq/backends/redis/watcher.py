@@ -29,7 +29,7 @@ from chronoq.backends.redis.link import Link
 from chronoq.backends.redis.steps import errors
 from chronoq.errors import ChronoqError
 
-__all__ = ["RedisWatcher", "blocking_pop", "log_lost_timers"]
+__all__ = ["RedisWatcher", "blocking_pop", "log_lost_timers", "woken"]
 
 _BACKSTOP_S = 1.0  # the server gives up this long after our own timer
 log = logging.getLogger("chronoq")
@@ -38,6 +38,13 @@ log = logging.getLogger("chronoq")
 def blocking_pop(wake_keys: list[str], timeout: float) -> list[tuple[Any, ...]]:
     """What a waiter sends: its connection's id (to unblock it), then BLPOP."""
     return [("CLIENT", "ID"), ("BLPOP", *wake_keys, f"{timeout + _BACKSTOP_S:.3f}")]
+
+
+def woken(keys: list[str], reply: Any, on_wake: Callable[[int], None] | None) -> None:
+    """Tell ``on_wake`` which shard's token a BLPOP popped (its reply: key, token)."""
+    if on_wake is not None and len(keys) > 1:
+        key = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
+        on_wake(keys.index(key))
 
 
 def log_lost_timers(timers: set[int], exc: ChronoqError) -> None:
@@ -52,8 +59,11 @@ class RedisWatcher(Watcher, TimerHolder):
         wake_keys: list[str],
         url: str,
         hand_over: Callable[[set[int], str], None],
+        on_wake: Callable[[int], None] | None = None,
     ) -> None:
+        """``on_wake(shard)``: a token of that shard woke this waiter."""
         TimerHolder.__init__(self)
+        self._on_wake = on_wake
         self._client = client
         self._link = link  # this thread's connection, for CLIENT UNBLOCK
         self._keys = wake_keys
@@ -72,6 +82,12 @@ class RedisWatcher(Watcher, TimerHolder):
         with errors(self._url):
             return self._wait(timeout)
 
+    def _woken(self, reply: Any) -> bool:
+        if reply is None:
+            return False
+        woken(self._keys, reply, self._on_wake)
+        return True
+
     def _wait(self, timeout: float) -> bool:
         deadline = time.monotonic() + max(timeout, 0.0)  # from now, not from the reply below
         pool = self._client.connection_pool
@@ -80,10 +96,10 @@ class RedisWatcher(Watcher, TimerHolder):
             conn.send_packed_command(conn.pack_commands(blocking_pop(self._keys, timeout)))
             client_id = conn.read_response()
             if conn.can_read(timeout=max(deadline - time.monotonic(), 0.0)):
-                return conn.read_response() is not None
+                return self._woken(conn.read_response())
             self._link.call("CLIENT", "UNBLOCK", client_id)
             # nil after the unblock, or a token that arrived just before it
-            return conn.read_response() is not None
+            return self._woken(conn.read_response())
         except BaseException:
             conn.disconnect()  # a half-read reply must not go back to the pool
             raise

@@ -232,9 +232,13 @@ class SQLiteBackend(SQLiteLeases, SQLiteSchedules, SQLiteBulkReads, Backend):
 
     # -- topic-wide --------------------------------------------------------------
 
-    def stats(self, topic: str) -> dict[str, Any]:
+    def stats(self, topic: str, per_shard: bool = False) -> dict[str, Any]:
         with self._store.read() as db:
-            return topic_stats(db, topic)
+            stats = topic_stats(db, topic)
+        if per_shard:  # one shard: the topic's own counts
+            names = ("delayed", "ready", "reserved", "dead", "next_due_at")
+            stats["shards"] = [{name: stats[name] for name in names}]
+        return stats
 
     def topics(self) -> list[str]:
         with self._store.read() as db:
