@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 
 from chronoq.aio.queue import AsyncQueue
@@ -86,6 +87,10 @@ class Fetcher:
         claimed = min(room, settings.batch)
         self.claimed += claimed  # other topics' fetchers do not take this room meanwhile
         started = 0
+        # before the call: the store starts the leases after this, so the
+        # local ends below are never later than the store's, however long the
+        # answer took (or the process was frozen) on the way back
+        sent = time.monotonic()
         try:
             result, cancel = await self.lease(topic, claimed, watcher)
             lots: dict[float, Lot] = {}
@@ -93,7 +98,7 @@ class Fetcher:
                 lot = lots.get(job.ttr)
                 if lot is None:
                     lot = lots[job.ttr] = Lot(job.ttr / 3, [])
-                slots.hold(job, lot)
+                slots.hold(job, lot, sent + job.ttr)
                 started += 1
             loop = asyncio.get_running_loop()
             for lot in lots.values():

@@ -19,7 +19,7 @@ from chronoq.worker.leases import Leases
 from chronoq.worker.outcomes import Bury, log_outcome
 from chronoq.worker.pause import Pause
 from chronoq.worker.settings import Counts, Handler, Settings
-from chronoq.worker.slots import Slots
+from chronoq.worker.slots import LeaseRanOut, Slots
 
 __all__ = ["Session"]
 
@@ -136,11 +136,13 @@ class Session:
             await self.q.close()
         counts = self.counts
         log.info(
-            "worker stopped: %d acked, %d retried, %d buried, %d released",
+            "worker stopped: %d acked, %d retried, %d buried, %d released, "
+            "%d not started (lease ran out)",
             counts.acked,
             counts.retried,
             counts.buried,
             counts.released,
+            counts.skipped,
         )
 
     def spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
@@ -154,6 +156,11 @@ class Session:
         return self.loop.create_task(self._run_async(handler, job, token))
 
     async def _run_async(self, handler: Handler, job: Reservation, token: int) -> None:
+        # here, not when the task was made: the loop may have stalled since
+        refusal = self.slots.refusal(token)
+        if refusal is not None:
+            self.finished(token, refusal)
+            return
         try:
             await handler(job)
         except asyncio.CancelledError:
@@ -176,7 +183,13 @@ class Session:
 
     def finished(self, token: int, error: BaseException | None, chained: bool = False) -> None:
         """A handler ended (on the loop): free its slot (unless its thread went
-        on to the next job, ``chained``) and settle its job."""
+        on to the next job, ``chained``) and settle its job. A ``LeaseRanOut``
+        error: the handler was not called (``Slots.refusal``)."""
+        if isinstance(error, LeaseRanOut):
+            refused = self.slots.end(token, chained, ran=False)
+            if refused is not None:
+                self.leases.not_started(refused[0].job, error)
+            return
         ended = self.slots.end(token, chained)
         if ended is None:
             return

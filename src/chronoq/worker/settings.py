@@ -44,3 +44,5 @@ class Counts:
     buried: int = 0
     released: int = 0
     lost: int = 0
+    #: held jobs not started because their lease ran out first (given back)
+    skipped: int = 0

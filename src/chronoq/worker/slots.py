@@ -1,7 +1,8 @@
 """The jobs a worker holds and its handler slots: a reserved job starts when
 a slot is free, else waits in order; a handler thread that ends a job starts
 the next waiting one itself (``chain``), without a trip through the event
-loop."""
+loop. A job whose lease ran out while it was held is never started
+(``refusal``)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,37 @@ from chronoq.job import Reservation
 from chronoq.worker.settings import Handler, Settings
 from chronoq.worker.threads import HandlerThreads
 
-__all__ = ["Lot", "Running", "Slots"]
+__all__ = ["LeaseRanOut", "Lot", "Running", "Slots", "start_margin"]
 
 #: told on the loop when a handler ended: (token, error, chained)
 Ended = Callable[[int, BaseException | None, bool], None]
+
+#: a held job starts only with more than start_margin(ttr) of its lease left.
+#: A healthy worker renews held leases every ttr / 3, so it never gets near
+#: this: a lease this close to its end was not renewed in time (the process
+#: was frozen, the loop stalled, the store did not answer). The handler would
+#: still need its first renewal to reach the store (a thread hand-off and a
+#: round trip, a few ms) while the local clock and the store's may drift apart
+#: by up to 500 ppm under NTP slewing (15 ms over a 30 s lease): 50 ms covers
+#: both. It is at most a tenth of the ttr, so that short leases (down to 1 ms)
+#: still start on time.
+START_MARGIN_S = 0.05
+START_MARGIN_SHARE = 0.1
+
+
+def start_margin(ttr: float) -> float:
+    """Seconds of lease a held job of this ``ttr`` needs left to be started."""
+    return min(START_MARGIN_S, ttr * START_MARGIN_SHARE)
+
+
+class LeaseRanOut(Exception):
+    """Why a held job was not started: its lease ran out (or came within
+    ``start_margin`` of it) first. ``left_s``: the lease left at the last
+    moment before the handler call, negative once it ran out."""
+
+    def __init__(self, left_s: float) -> None:
+        super().__init__(f"its lease ran out before its handler started ({left_s:+.3f} s left)")
+        self.left_s = left_s
 
 
 @dataclass(slots=True)
@@ -36,11 +64,14 @@ class Lot:
 
 @dataclass(slots=True)
 class Running:
-    """A job the worker holds: running, or (``started`` None) waiting for a slot."""
+    """A job the worker holds: running, or (``started`` None) waiting for a slot.
+    ``leased_until``: when its lease ends at the latest, on the local monotonic
+    clock (see ``lease_left``)."""
 
     job: Reservation
     started: float | None
     lot: Lot
+    leased_until: float
     task: asyncio.Task[None] | None = None
     renewing: bool = True
 
@@ -70,12 +101,14 @@ class Slots:
         self.mean_run_s: float | None = None  # recent handler run time (moving average)
         self._tokens = itertools.count()
         self._run_async = run_async
-        self.threads = HandlerThreads(settings.concurrency, loop, ended, self.chain)
+        self.threads = HandlerThreads(settings.concurrency, loop, ended, self.chain, self.refusal)
 
-    def hold(self, job: Reservation, lot: Lot) -> None:
-        """Take a reserved job: start it if a slot is free, else queue it."""
+    def hold(self, job: Reservation, lot: Lot, leased_until: float) -> None:
+        """Take a reserved job: start it if a slot is free, else queue it.
+        ``leased_until``: the local monotonic time its lease ends by (the time
+        the reserve was sent, plus the ttr)."""
         token = next(self._tokens)
-        self.running[token] = Running(job, None, lot)
+        self.running[token] = Running(job, None, lot, leased_until)
         lot.tokens.append(token)
         lot.left += 1
         self.idle.clear()
@@ -108,6 +141,17 @@ class Slots:
             run.started = time.monotonic()  # in the ended job's slot: `free` is unchanged
         return self.settings.handlers[topic], run.job, following
 
+    def refusal(self, token: int) -> LeaseRanOut | None:
+        """Called at the last moment before a held job's handler is called (in
+        its thread, or in its task on the loop): None to call it, else why not.
+        Another consumer may hold the job once its lease ran out, and two
+        handlers would run it at once. A job given back already is refused too."""
+        run = self.running.get(token)  # a plain read: safe from a handler thread
+        if run is None:
+            return LeaseRanOut(0.0)
+        left = lease_left(run)
+        return LeaseRanOut(left) if left <= start_margin(run.job.ttr) else None
+
     def start(self, token: int) -> None:
         """Dispatch a job that took a slot (``_take_slot``)."""
         run = self.running[token]
@@ -118,13 +162,16 @@ class Slots:
         else:
             self.threads.submit(handler, job, token)
 
-    def end(self, token: int, chained: bool) -> tuple[Running, float] | None:
-        """A handler ended: forget its job and free its slot; the job and how
-        long it ran. None when the job was released meanwhile."""
+    def end(self, token: int, chained: bool, ran: bool = True) -> tuple[Running, float] | None:
+        """A handler ended (or, not ``ran``, was refused): forget its job and free
+        its slot; the job and how long it ran. None when the job was released
+        meanwhile."""
         run = self.running.pop(token, None)
         if run is None:  # released at shutdown while it ran: its result is void
             return None
         self.free_slot(run, chained)
+        if not ran:  # a refused start says nothing of the handlers' run time
+            return run, 0.0
         ran_s = time.monotonic() - run.started if run.started is not None else 0.0
         mean = self.mean_run_s
         self.mean_run_s = ran_s if mean is None else mean + 0.1 * (ran_s - mean)
@@ -168,3 +215,13 @@ class Slots:
                 self.start(following)
         if not self.running:
             self.idle.set()
+
+
+def lease_left(run: Running) -> float:
+    """Seconds left of a held job's lease, by the local monotonic clock. Not
+    ``job.deadline`` against the local wall clock: the deadline is on the
+    store's clock, and the two may be skewed by seconds (DESIGN §5). The
+    worker times its renewals the same way (ttr / 3 after the reserve). The
+    store started the lease after the reserve (or touch) was sent, so the
+    local end (that moment plus the ttr) is never later than the store's."""
+    return run.leased_until - time.monotonic()

@@ -22,15 +22,22 @@ __all__ = ["HandlerThreads"]
 Done = Callable[[Any, BaseException | None, bool], None]  # (token, error, chained) on the loop
 Item = tuple[Callable[[Any], Any], Any, Any]  # (fn, arg, token)
 Chain = Callable[[Any], Item | None]  # in the thread, after a job: the next one to run, if any
+Refusal = Callable[[Any], BaseException | None]  # in the thread, just before a job: why not run it
 
 
 class HandlerThreads:
     def __init__(
-        self, count: int, loop: asyncio.AbstractEventLoop, done: Done, chain: Chain
+        self,
+        count: int,
+        loop: asyncio.AbstractEventLoop,
+        done: Done,
+        chain: Chain,
+        refusal: Refusal,
     ) -> None:
         self._loop = loop
         self._done = done
         self._chain = chain
+        self._refusal = refusal
         self._work: queue.SimpleQueue[Item | None] = queue.SimpleQueue()
         self._results: deque[tuple[Any, BaseException | None, bool]] = deque()
         self._drain_pending = False
@@ -41,7 +48,9 @@ class HandlerThreads:
 
     def submit(self, fn: Callable[[Any], Any], arg: Any, token: Any) -> None:
         """Run ``fn(arg)`` in a thread; ``done(token, error, chained)`` runs on the
-        loop after (``chained``: the thread went on to the job ``chain`` gave it)."""
+        loop after (``chained``: the thread went on to the job ``chain`` gave it).
+        When ``refusal(token)``, asked just before, gives a reason, ``fn`` is not
+        called and the reason is the ``error``."""
         if not self._threads:
             self._threads = [
                 threading.Thread(target=self._serve, name=f"chronoq-handler-{n}", daemon=True)
@@ -62,15 +71,18 @@ class HandlerThreads:
         worker has one waiting: a thread goes from job to job without a trip
         through the event loop, which cost two thread wake-ups per job, most of
         a tiny job's cost at concurrency 4."""
-        error: BaseException | None = None
-        try:
-            result = fn(arg)
-            if inspect.isawaitable(result):
-                # a plain function that returned a coroutine (a lambda
-                # around an async function): its author meant it awaited
-                asyncio.run_coroutine_threadsafe(_awaited(result), self._loop).result()
-        except BaseException as exc:  # reported to the worker, which decides
-            error = exc
+        # asked here, not when the job was queued: this thread may have been
+        # frozen (or busy with the job before) since
+        error = self._refusal(token)
+        if error is None:
+            try:
+                result = fn(arg)
+                if inspect.isawaitable(result):
+                    # a plain function that returned a coroutine (a lambda
+                    # around an async function): its author meant it awaited
+                    asyncio.run_coroutine_threadsafe(_awaited(result), self._loop).result()
+            except BaseException as exc:  # reported to the worker, which decides
+                error = exc
         following = self._chain(token)
         self._results.append((token, error, following is not None))
         # the loop clears the flag before it drains, so a result appended

@@ -7,8 +7,10 @@ round trip each, and long ones are not held from other workers. Plain
 functions run in ``concurrency`` threads (a thread that ends a job starts the
 next held one itself), ``async def`` handlers on the event loop. A handler that
 returns acks (in batches, see acks.py); one that raises nacks with the topic's
-backoff, or buries on ``Bury``. A running job's lease is renewed every
-ttr / 3. While the store is down, every part retries with capped pauses.
+backoff, or buries on ``Bury``. A held job's lease is renewed every
+ttr / 3, and a job whose lease ran out while it was held (the process was
+frozen, the loop stalled) is never started: it is given back (slots.py).
+While the store is down, every part retries with capped pauses.
 """
 
 from __future__ import annotations
