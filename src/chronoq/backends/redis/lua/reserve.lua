@@ -8,8 +8,10 @@
 --   When nothing was leased: {wake_in_us, timer}, wake_in_us saying when the
 --   caller should look again (-1: only when woken; 0: at once). The waiter that
 --   holds the shard's timer (timer = 1) is told the time until the next delayed
---   job is due or lease expires; every other waiter only when that timer would
---   lapse, as the timer holder wakes the others through the wake list. A holder
+--   job is due or lease expires; one other waiter, the backup, when that timer
+--   would lapse (TIMER_LEASE after its time: the holder died or froze), and
+--   the rest BACKUP_SLACK later, as the timer holder wakes the others through
+--   the wake list. A holder
 --   that leases jobs gives the timer up (timer = 0) and wakes one other waiter
 --   to take it; a waiter that takes a timer nobody held wakes one other waiter,
 --   the backup that times the lapse.
@@ -77,9 +79,18 @@ local wake_in = math.max(next_at * 1000 - NOW_US, 0)
 if waiter == '' then return {wake_in, 0} end
 -- one waiter per shard times the next change, the others sleep on the wake list:
 -- no herd of consumers calling at the same due time
-local at, who = timer_holder()
+local at, who, backup = timer_holder()
 if who and who ~= waiter and at <= next_at and at >= now then -- a holder not yet due
-  return {math.max(redis.call('PTTL', K_TIMER), 0) * 1000, 0}
+  -- one waiter, the backup, wakes when the timer would lapse (the holder died
+  -- or froze); the others sleep until woken, or BACKUP_SLACK later: no herd
+  -- of consumers at each lapse
+  local lapse = math.max(redis.call('PTTL', K_TIMER), 0)
+  if backup == '' then
+    redis.call('SET', K_TIMER, at .. ':' .. who .. ':' .. waiter, 'KEEPTTL')
+  elseif backup ~= waiter then
+    lapse = lapse + BACKUP_SLACK
+  end
+  return {lapse * 1000, 0}
 end
 redis.call('SET', K_TIMER, next_at .. ':' .. waiter, 'PX', math.max(next_at - now, 0) + TIMER_LEASE)
 -- a new timer: wake one other waiter, which learns when it would lapse and

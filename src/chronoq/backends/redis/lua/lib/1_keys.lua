@@ -24,7 +24,7 @@
 --   9 paused   STRING  exists while the topic is paused
 --  10 seq      STRING  put-order counter
 --  11 evseq    STRING  how many events the shard has appended: the last event's seq
---  12 timer    STRING  "<due ms>:<waiter>": the one waiting consumer that times the
+--  12 timer    STRING  "<due ms>:<waiter>:<backup>": the one waiting consumer that times the
 --                      shard's next change (reserve.lua); lapses TIMER_LEASE ms after it
 -- ARGV[1] of every function is the approximate cap of the event log (in events);
 -- its own arguments start at ARGV[2].

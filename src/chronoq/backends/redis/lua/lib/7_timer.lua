@@ -1,7 +1,7 @@
 -- lib/7_timer.lua: what the reserve path does besides leasing: the bounded upkeep
 -- of the shard, and the shard's timer (KEYS[12]: which waiting consumer times the
 -- shard's next change; reserve.lua takes it, handover.lua hands it on).
--- Defines: TIMER_LEASE, EXPIRE_BATCH, PROMOTE_BATCH, PROMOTE_MAX, STALE_ROUNDS,
+-- Defines: TIMER_LEASE, BACKUP_SLACK, EXPIRE_BATCH, PROMOTE_BATCH, PROMOTE_MAX, STALE_ROUNDS,
 --   timer_holder, hand_over_timer (the hand-over), upkeep.
 -- Uses: K_DELAYED, K_READY, K_LEASED, K_FORGET, K_TIMER (1_keys); the states,
 --   HEAD, state_of, unpack_job, ready_score (2_record); call_chunked, zadd_many,
@@ -9,19 +9,24 @@
 -- Python twin: none; core.py keeps which shards' timers a waiter holds (reserve's
 --   reply) and calls handover for them when it stops waiting.
 
-local TIMER_LEASE = 2000 -- ms: how late due jobs can be when the timing waiter died
+local TIMER_LEASE = 50 -- ms: how late due jobs can be when the timing waiter died (or froze)
 -- upkeep per call: small enough that a reserve stays well under 1 ms of server time
 local EXPIRE_BATCH = 25
 local PROMOTE_BATCH = 50 -- reserve(count) promotes up to count, at most PROMOTE_MAX
 local PROMOTE_MAX = 1000
 local STALE_ROUNDS = 4 -- reserve reads past stale ready members this many times at most
 
--- The shard's timer: which waiter times its next change, and for which due time.
+-- how much later than the backup the other sleeping waiters look, should the
+-- holder and its backup both have stopped
+local BACKUP_SLACK = 2000
+
+-- The shard's timer: which waiter times its next change, for which due time,
+-- and which one waiter (the backup, '' until one is named) times its lapse.
 local function timer_holder()
   local held = redis.call('GET', K_TIMER)
-  if not held then return nil, nil end
-  local at, who = string.match(held, '^(%d+):(.*)$')
-  return tonumber(at), who
+  if not held then return nil, nil, nil end
+  local at, who, backup = string.match(held, '^(%d+):([^:]*):?(.*)$')
+  return tonumber(at), who, backup
 end
 
 -- The hand-over: `waiter` stops timing the shard (if it did): another waiter is
