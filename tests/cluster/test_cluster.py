@@ -209,3 +209,51 @@ def test_the_asyncio_api_on_a_cluster(url: str) -> None:
         assert q.stats("aio")["total"] == 0
     finally:
         q.close()
+
+
+def _begin_migration(url: str, key_slot: int) -> tuple[redis.Redis, redis.Redis, dict[Any, str]]:
+    clients = primaries(url)
+    ids = {c: c.execute_command("CLUSTER", "MYID").decode() for c in clients}
+    source = next(c for c in clients if key_slot in _slots_of(c, ids[c]))
+    target = next(c for c in clients if c is not source)
+    target.execute_command("CLUSTER", "SETSLOT", key_slot, "IMPORTING", ids[source])
+    source.execute_command("CLUSTER", "SETSLOT", key_slot, "MIGRATING", ids[target])
+    return source, target, ids
+
+
+def _migrate(source: redis.Redis, target: redis.Redis, keys: list[bytes]) -> None:
+    port = target.connection_pool.connection_kwargs["port"]
+    source.execute_command("MIGRATE", "127.0.0.1", port, "", 0, 5000, "KEYS", *keys)
+
+
+def test_a_call_during_a_migration_waits_for_it_and_never_runs_half_way(url: str) -> None:
+    q = chronoq.connect(url.replace("prefix=", "shards=1&prefix="))
+    quick = chronoq.connect(url.replace("prefix=", "shards=1&redirect_budget_ms=300&prefix="))
+    try:
+        q.put_many("mig", [Job(n, id=f"j{n}") for n in range(20)])
+        quick.stats("mig")  # its slot map is read before the migration
+        key_slot = redis.crc.key_slot(f"{url.split('prefix=')[1]}:{{mig:0}}:jobs".encode())
+        source, target, ids = _begin_migration(url, key_slot)
+        keys = source.execute_command("CLUSTER", "GETKEYSINSLOT", key_slot, 1000)
+        _migrate(source, target, keys[:1])  # the shard is split between two nodes
+        with pytest.raises(chronoq.errors.BackendUnavailable, match="nothing was run"):
+            quick.put("mig", "x", id="refused")
+        done: list[Any] = []
+        putter = threading.Thread(target=lambda: done.append(q.put("mig", "y", id="during")))
+        putter.start()
+        time.sleep(0.3)
+        assert not done  # refused before it ran, and sent again
+        _migrate(source, target, keys[1:])
+        for client in (source, target, *[c for c in ids if c not in (source, target)]):
+            client.execute_command("CLUSTER", "SETSLOT", key_slot, "NODE", ids[target])
+        putter.join(10)
+        assert done and done[0].created
+        stats = q.stats("mig")
+        assert stats["ready"] == 21  # "refused" never ran; "during" ran once
+        assert q.get("mig", "refused") is None
+        assert len([e for e in q.events("mig").events if e.event.value == "put"]) == 21
+        for client in ids:
+            client.close()
+    finally:
+        q.close()
+        quick.close()

@@ -87,7 +87,7 @@ def test_every_key_of_a_shard_is_in_one_hash_slot(
         slots = {key_slot(f"{prefix}:{{{topic}:{shard}}}:{part}".encode()) for part in parts}
         assert len(slots) == 1, (topic, shard)
         # "timer" lives only while a consumer waits (see test_one_waiter_times_a_due_job)
-        expected = set(PARTS) - {"timer"} - ({"paused"} if topic != topics[0] else set())
+        expected = set(PARTS) - {"timer", "guard"} - ({"paused"} if topic != topics[0] else set())
         assert parts == expected, (topic, shard, sorted(expected - parts))
 
 

@@ -257,9 +257,10 @@ class ClusterLink:
 
     @staticmethod
     def _refused(unit: Unit, replies: list[Any]) -> None:
-        refusal = ResponseError(
-            "the cluster kept refusing the call (a migration or a failover that did "
-            "not end within the redirect budget); nothing was run"
+        # a ConnectionError: BackendUnavailable to the caller, who may retry
+        refusal = redis.ConnectionError(
+            "the cluster kept refusing the call (a slot migration or a failover that "
+            "did not end within redirect_budget_ms); nothing was run"
         )
         for index in unit.indexes:
             replies[index] = refusal

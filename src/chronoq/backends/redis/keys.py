@@ -21,6 +21,13 @@ PARTS = (
     "seq",
     "evseq",
     "timer",
+    # never written: on Redis Cluster, a call whose slot is being migrated is
+    # then refused before it runs (TRYAGAIN on the source, which still has
+    # other keys of the shard; ASK, then TRYAGAIN on the target) and sent
+    # again after the migration, rather than run while the shard's keys are
+    # split between two nodes, where any access to a key missing on the node
+    # fails the script half-way ("non local key"), after its first writes
+    "guard",
 )
 
 

@@ -7,7 +7,7 @@
 -- LOAD), so these definitions are not re-run per call.
 --
 -- This file: the keys, arguments, clock and event buffer of the current call.
--- Defines: K_JOBS .. K_TIMER, ARGV, EVENT_CAP, NOW, NOW_US, EVENTS (declared
+-- Defines: K_JOBS .. K_GUARD, ARGV, EVENT_CAP, NOW, NOW_US, EVENTS (declared
 --   here so that begin_call can empty it; filled by 3_events), now_ms, begin_call.
 -- Uses: nothing earlier.
 -- Python twin: keys.PARTS (keys.py) is the KEYS order below.
@@ -26,6 +26,8 @@
 --  11 evseq    STRING  how many events the shard has appended: the last event's seq
 --  12 timer    STRING  "<due ms>:<waiter>:<backup>": the one waiting consumer that times the
 --                      shard's next change (reserve.lua); lapses TIMER_LEASE ms after it
+--  13 guard    STRING  never written: declared so that a call in a slot that is being
+--                      migrated (Redis Cluster) is refused before it runs (keys.py)
 -- ARGV[1] of every function is the approximate cap of the event log (in events);
 -- its own arguments start at ARGV[2].
 -- Times come from the server's clock (TIME), never from the client.
@@ -35,7 +37,7 @@
 -- set for each call by begin_call (the library is loaded once, called many times)
 local K_JOBS, K_DELAYED, K_READY, K_LEASED, K_DEAD
 local K_FORGET, K_EVENTS, K_WAKE, K_PAUSED, K_SEQ
-local K_EVSEQ, K_TIMER
+local K_EVSEQ, K_TIMER, K_GUARD
 local ARGV, EVENT_CAP
 local EVENTS -- the packed events of this call (3_events: emit_event, flush_events)
 
@@ -53,7 +55,7 @@ end
 local function begin_call(keys, args)
   K_JOBS, K_DELAYED, K_READY, K_LEASED, K_DEAD = keys[1], keys[2], keys[3], keys[4], keys[5]
   K_FORGET, K_EVENTS, K_WAKE, K_PAUSED, K_SEQ = keys[6], keys[7], keys[8], keys[9], keys[10]
-  K_EVSEQ, K_TIMER = keys[11], keys[12]
+  K_EVSEQ, K_TIMER, K_GUARD = keys[11], keys[12], keys[13]
   ARGV, EVENT_CAP = args, args[1]
   EVENTS, NOW, NOW_US = {}, nil, nil
 end
