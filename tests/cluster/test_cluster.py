@@ -91,22 +91,15 @@ def test_a_moved_slot_is_followed(redis_cluster: Any, url: str) -> None:
     try:
         q.put("mv", "x", id="a")
         key_slot = redis.crc.key_slot(f"{url.split('prefix=')[1]}:{{mv:0}}:jobs".encode())
-        clients = primaries(url)
-        ids = {c: c.execute_command("CLUSTER", "MYID").decode() for c in clients}
-        source = next(c for c in clients if key_slot in _slots_of(c, ids[c]))
-        target = next(c for c in clients if c is not source)
-        target.execute_command("CLUSTER", "SETSLOT", key_slot, "IMPORTING", ids[source])
-        source.execute_command("CLUSTER", "SETSLOT", key_slot, "MIGRATING", ids[target])
-        keys = source.execute_command("CLUSTER", "GETKEYSINSLOT", key_slot, 1000)
-        port = target.connection_pool.connection_kwargs["port"]
-        source.execute_command("MIGRATE", "127.0.0.1", port, "", 0, 5000, "KEYS", *keys)
-        for client in clients:
+        source, target, ids = _begin_migration(url, key_slot)
+        _migrate(source, target, source.execute_command("CLUSTER", "GETKEYSINSLOT", key_slot, 1000))
+        for client in ids:
             client.execute_command("CLUSTER", "SETSLOT", key_slot, "NODE", ids[target])
         info = q.get("mv", "a")  # the old map sends it to the source: MOVED
         assert info is not None and info.payload == "x"
         [job] = q.reserve("mv")
         q.ack(job)
-        for client in clients:
+        for client in ids:
             client.close()
     finally:
         q.close()
@@ -244,7 +237,7 @@ def test_a_call_during_a_migration_waits_for_it_and_never_runs_half_way(url: str
         time.sleep(0.3)
         assert not done  # refused before it ran, and sent again
         _migrate(source, target, keys[1:])
-        for client in (source, target, *[c for c in ids if c not in (source, target)]):
+        for client in ids:
             client.execute_command("CLUSTER", "SETSLOT", key_slot, "NODE", ids[target])
         putter.join(10)
         assert done and done[0].created
