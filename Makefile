@@ -38,7 +38,7 @@ demo: $(VENV)/.installed
 
 ## test: install what the tests need and run the suite (the Spark pipeline's has its own target)
 test: $(VENV)/.installed-dev system-deps
-	$(BIN)/python -m pytest --ignore=tests/pipeline --ignore=tests/cluster
+	$(BIN)/python -m pytest --ignore=tests/pipeline --ignore=tests/cluster --ignore=tests/faults
 
 ## test-topologies: the conformance suite and the cluster tests on a real Redis Cluster (3 primaries, 3 replicas) and a Sentinel-managed primary (CI runs them after make test)
 test-topologies: $(VENV)/.installed-dev system-deps
