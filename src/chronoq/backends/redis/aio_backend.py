@@ -64,7 +64,7 @@ class AsyncRedisBackend(AsyncBackend):
                 if isinstance(request, Pipeline):
                     reply = await self._link.pipeline(request.commands, request.on_reply)
                 else:
-                    reply = await self._client.execute_command(*request.args)
+                    reply = await self._link.command(*request.args)
         except StopIteration as done:
             return cast(T, done.value)
         except REDIS_ERRORS as exc:

@@ -29,6 +29,7 @@ def _cut(conn: Any) -> bool:
 
 class AsyncLink:
     def __init__(self, client: redis.asyncio.Redis) -> None:
+        self._client = client
         self.pool = client.connection_pool
 
     async def connection(self) -> Any:
@@ -42,6 +43,10 @@ class AsyncLink:
                 await self.pool.release(conn)
                 raise
         return conn
+
+    async def command(self, *args: Any) -> Any:
+        """One command through the client: its reply parsed the redis-py way."""
+        return await self._client.execute_command(*args)
 
     async def call(self, *args: Any) -> Any:
         """One command, one round trip; its reply (an error reply is raised)."""

@@ -136,14 +136,20 @@ class Bells:
             await asyncio.wait_for(asyncio.shield(party.future), timeout)
         except TimeoutError:
             pass
-        finally:
-            rung = self.leave(party)
-        return rung
+        except asyncio.CancelledError:
+            if self.leave(party):
+                self._pass_on()  # the token was for this waiter: another one takes it
+            raise
+        return self.leave(party)
 
     # -- the bells' side ---------------------------------------------------------------------
 
     def _ring(self, shard: int) -> None:
         self._on_ring(shard)
+        self._pass_on()
+
+    def _pass_on(self) -> None:
+        """One token: to the longest waiting party, or kept for the next one."""
         with self._lock:
             if self._parties:
                 self._parties.popleft().ring()

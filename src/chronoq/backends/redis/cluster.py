@@ -14,8 +14,10 @@ import threading
 from typing import Any
 
 import redis
+import redis.asyncio
 
 from chronoq.backends.base import AsyncBackend, Watcher
+from chronoq.backends.redis.aio_cluster import AsyncClusterBackend, AsyncClusterLink
 from chronoq.backends.redis.backend import RedisBackend
 from chronoq.backends.redis.bells import Bells, Party
 from chronoq.backends.redis.cluster_link import ClusterLink
@@ -74,10 +76,23 @@ class ClusterWatcher(Watcher, TimerHolder):
 class ClusterBackend(RedisBackend):
     """Jobs on Redis Cluster, each topic over ``shards`` slots."""
 
-    def __init__(self, *, url: str, options: RedisOptions, seeds: list[Address], connect: Any):
+    def __init__(
+        self,
+        *,
+        url: str,
+        options: RedisOptions,
+        seeds: list[Address],
+        kwargs: dict[str, Any],
+    ) -> None:
+        """``kwargs``: redis-py's options for the connection to each node."""
         super().__init__(None, url=url, options=options)
+        self._kwargs = kwargs
+        self._redirect_budget = options.redirect_budget
         self._link = ClusterLink(
-            seeds, connect, self._scripts.source, redirect_budget=options.redirect_budget
+            seeds,
+            lambda host, port: redis.Redis(host=host, port=port, **kwargs),
+            self._scripts.source,
+            redirect_budget=options.redirect_budget,
         )
         self._bells: dict[str, Bells] = {}
         self._bells_lock = threading.Lock()
@@ -92,16 +107,23 @@ class ClusterBackend(RedisBackend):
             kwargs.setdefault("username", hosts.username)
         if hosts.password is not None:
             kwargs.setdefault("password", hosts.password)
-
-        def connect(host: str, port: int) -> redis.Redis:
-            return redis.Redis(host=host, port=port, **kwargs)
-
-        return cls(url=redacted(url.raw), options=options, seeds=hosts.addresses, connect=connect)
+        return cls(url=redacted(url.raw), options=options, seeds=hosts.addresses, kwargs=kwargs)
 
     def asyncio_backend(self, *, owned: bool) -> AsyncBackend | None:
-        return None  # asyncio calls run in threads, on this backend's routing
+        """The same cluster on redis.asyncio: its own connections, the same
+        operations, and this backend's bells for its waiting consumers."""
+        link = AsyncClusterLink(
+            self._link.slots.seeds,
+            lambda host, port: redis.asyncio.Redis(host=host, port=port, **self._kwargs),
+            self._scripts.source,
+            self._redirect_budget,
+        )
+        return AsyncClusterBackend(  # type: ignore[abstract]  # see fill_contract
+            self._core, link, self.bells, owner=self if owned else None
+        )
 
-    def watch(self, topic: str) -> Watcher:
+    def bells(self, topic: str) -> Bells:
+        """The process's bells of ``topic`` (one per topic, for every waiter)."""
         with self._bells_lock:
             bells = self._bells.get(topic)
             if bells is None:
@@ -110,7 +132,10 @@ class ClusterBackend(RedisBackend):
                     self._core.wake_keys(topic),
                     lambda shard: self._core.hints.mark(topic, shard),
                 )
-        return ClusterWatcher(self, topic, bells)
+        return bells
+
+    def watch(self, topic: str) -> Watcher:
+        return ClusterWatcher(self, topic, self.bells(topic))
 
     def hand_over(self, topic: str, shards: set[int], token: str) -> None:
         self._drive(self._core.hand_over(topic, shards, token))

@@ -40,7 +40,7 @@ from chronoq.backends.redis.slotmap import (
     units_of,
 )
 
-__all__ = ["ClusterLink", "RedirectPlan", "not_loaded", "unit_replies"]
+__all__ = ["ClusterLink", "RedirectPlan", "commands_of", "not_loaded", "refused", "unit_replies"]
 
 log = logging.getLogger("chronoq")
 
@@ -122,6 +122,17 @@ def commands_of(
     if wait is not None:
         sent.append(wait)
     return sent
+
+
+def refused(unit: Unit, replies: list[Any]) -> None:
+    """The replies of a unit the cluster kept refusing: nothing of it ran."""
+    # a ConnectionError: BackendUnavailable to the caller, who may retry
+    refusal = redis.ConnectionError(
+        "the cluster kept refusing the call (a slot migration or a failover that "
+        "did not end within redirect_budget_ms); nothing was run"
+    )
+    for index in unit.indexes:
+        replies[index] = refusal
 
 
 class ClusterLink:
@@ -206,7 +217,7 @@ class ClusterLink:
                 pause = plan.pause()
                 if pause is None:  # the budget is spent: the refusals are the replies
                     for unit in pending:
-                        self._refused(unit, replies)
+                        refused(unit, replies)
                     break
                 time.sleep(pause)
                 self._mend(plan)
@@ -254,16 +265,6 @@ class ClusterLink:
         for address in plan.load_on:
             self._load_library(address)
         plan.load_on.clear()
-
-    @staticmethod
-    def _refused(unit: Unit, replies: list[Any]) -> None:
-        # a ConnectionError: BackendUnavailable to the caller, who may retry
-        refusal = redis.ConnectionError(
-            "the cluster kept refusing the call (a slot migration or a failover that "
-            "did not end within redirect_budget_ms); nothing was run"
-        )
-        for index in unit.indexes:
-            replies[index] = refusal
 
     def _exchange(
         self,
