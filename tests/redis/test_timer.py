@@ -83,10 +83,12 @@ def test_one_waiter_times_a_due_job(
     [(at, job_id)] = waiters.got()
     assert job_id == "x" and due <= at < due + 1000
     # at the due time the timer's holder reserved, then handed the timer on to
-    # one other waiter: a few calls, not one per consumer
+    # one other waiter, and the backup looked once at the lapse (and, on a
+    # loaded machine, the holder itself when it woke after that lapse): a few
+    # calls, not one per consumer
     functions = q.backend._scripts.functions  # type: ignore[attr-defined]
     calls = reserve_calls(raw, functions, due - 50, due + 300)
-    assert calls <= 3, f"{calls} reserve calls by {consumers} waiting consumers"
+    assert calls <= 4, f"{calls} reserve calls by {consumers} waiting consumers"
     assert blocked_clients(raw) == consumers - 1
     waiters.join(10)
 

@@ -41,10 +41,13 @@ def blocking_pop(wake_keys: list[str], timeout: float) -> list[tuple[Any, ...]]:
 
 
 def woken(keys: list[str], reply: Any, on_wake: Callable[[int], None] | None) -> None:
-    """Tell ``on_wake`` which shard's token a BLPOP popped (its reply: key, token)."""
+    """Tell ``on_wake`` that a BLPOP over the shards' wake lists popped a token.
+    Every shard is marked, not only the one whose token it was: one BLPOP
+    serves its lists in key order, so a token on a later shard can wait
+    behind the earlier ones' (seen in bench/cluster: jobs up to 0.9 s late)."""
     if on_wake is not None and len(keys) > 1:
-        key = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
-        on_wake(keys.index(key))
+        for shard in range(len(keys)):
+            on_wake(shard)
 
 
 def log_lost_timers(timers: set[int], exc: ChronoqError) -> None:
