@@ -22,6 +22,9 @@ def test_docs_have_examples() -> None:
     assert EXAMPLES, "README.md and docs/ should show runnable Python examples"
 
 
+# the first Spark example starts the JVM and a local[2] session: on a busy
+# 2-core machine that alone took over the suite's default 60 s once
+@pytest.mark.timeout(240)
 @pytest.mark.parametrize("code", EXAMPLES)
 def test_example_runs(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
