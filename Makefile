@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: test-topologies run demo test test-spark lint bench bench-peers bench-spark bench-stacks bench-http example-spark system-deps clean
+.PHONY: faults test-topologies run demo test test-spark lint bench bench-peers bench-spark bench-stacks bench-http example-spark system-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ test-topologies: $(VENV)/.installed-dev system-deps
 	CHRONOQ_TOPOLOGIES=cluster,sentinel $(BIN)/python -m pytest tests/conformance \
 	  -k "redis-cluster or redis-sentinel"
 	$(BIN)/python -m pytest tests/cluster
+
+## faults: fault-injection runs with a total-queue checker (kill -9, SIGSTOP, Redis crash, network cut, cluster failover and reshard, Sentinel failover)
+faults: $(VENV)/.installed-dev system-deps
+	$(BIN)/python -m pytest tests/faults
 
 ## test-spark: the Spark pipeline's tests (a local[2] Spark: slow; CI runs them after make test)
 test-spark: $(VENV)/.installed-dev system-deps
