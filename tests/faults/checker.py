@@ -12,6 +12,8 @@ lost, unexpected, early, duplicated, or run under two live leases at once.
 - **duplicated**: started more than once (at-least-once delivery allows it after a fault).
 - **two live leases**: a run started while an earlier run of the same job was still going AND
   before that earlier lease's deadline: DESIGN §2.3 forbids it.
+- **late starts**: a run started after its own lease's deadline, when the store may already
+  have handed the job to another worker (a worker must give such a job back, not start it).
 - **indeterminate**: puts whose every attempt ended ``info`` (or with no answer at all, a
   producer killed mid-call); ``indeterminate_stored`` of them reached the store anyway."""
 
@@ -42,6 +44,7 @@ class Report:
     early: list[str] = field(default_factory=list)
     duplicated: list[str] = field(default_factory=list)
     two_live_leases: list[str] = field(default_factory=list)
+    late_starts: list[str] = field(default_factory=list)
     indeterminate: list[str] = field(default_factory=list)
     indeterminate_stored: int = 0
     dead: list[str] = field(default_factory=list)
@@ -49,7 +52,9 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return not (self.lost or self.unexpected or self.early or self.two_live_leases)
+        return not (
+            self.lost or self.unexpected or self.early or self.two_live_leases or self.late_starts
+        )
 
     def summary(self) -> str:
         return (
@@ -57,7 +62,7 @@ class Report:
             f"info_records={self.info_records} starts={self.starts} lost={len(self.lost)} "
             f"never_started={len(self.never_started)} unexpected={len(self.unexpected)} "
             f"early={len(self.early)} duplicated={len(self.duplicated)} "
-            f"two_live_leases={len(self.two_live_leases)} "
+            f"two_live_leases={len(self.two_live_leases)} late_starts={len(self.late_starts)} "
             f"indeterminate={len(self.indeterminate)} "
             f"(stored: {self.indeterminate_stored}) dead={len(self.dead)} "
             f"torn_lines={self.torn_lines}"
@@ -69,6 +74,7 @@ class Report:
             "unexpected": self.unexpected,
             "early": self.early,
             "two live leases": self.two_live_leases,
+            "late starts": self.late_starts,
         }
         return {kind: ids for kind, ids in kinds.items() if ids}
 
@@ -109,6 +115,8 @@ def _check_job(
         report.early.append(job_id)
     if _two_live_leases(records, starts):
         report.two_live_leases.append(job_id)
+    if any(start["t"] > start["deadline"] + CLOCK_TOLERANCE_MS for start in starts):
+        report.late_starts.append(job_id)
     if invoked and not acknowledged and "fail" not in types:
         report.indeterminate.append(job_id)
         report.indeterminate_stored += bool(starts) or state_of(job_id) is not None

@@ -85,6 +85,7 @@ def assert_clean(run: Run, report: Report) -> None:
     assert report.lost == [], f"lost: {report.summary()}"
     assert report.early == [], f"early: {report.summary()}"
     assert report.two_live_leases == [], f"two live leases: {report.summary()}"
+    assert report.late_starts == [], f"started past their lease: {report.summary()}"
     assert report.unexpected == [], f"unexpected: {report.summary()}"
     assert run.tracebacks() == [], f"Traceback in {run.tracebacks()}"
     assert report.starts > 0

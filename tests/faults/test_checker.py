@@ -45,12 +45,14 @@ def test_each_failure_is_caught() -> None:
     records += put("early", 0, 500) + run("early", 100, 110, 1100, "worker-1", "e")
     records += put("twice", 0, 10) + run("twice", 20, 200, 1020, "worker-1", "t1")
     records += run("twice", 100, 120, 1100, "worker-2", "t2")
+    records += put("late", 0, 10) + run("late", 1500, 1510, 1020, "worker-1", "l")
     report = check(History(records), gone)
     assert report.lost == ["lost", "started-vanished"]
     assert report.never_started == ["lost"]
     assert report.unexpected == ["ghost"]
     assert report.early == ["early"]
     assert report.two_live_leases == ["twice"]
+    assert report.late_starts == ["late"]
     assert not report.ok
 
 
