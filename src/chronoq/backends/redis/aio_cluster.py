@@ -21,7 +21,7 @@ from chronoq.backends.redis.cluster_link import (
     RedirectPlan,
     commands_of,
     refused,
-    unit_replies,
+    settle,
 )
 from chronoq.backends.redis.core import RedisCore, TimerHolder
 from chronoq.backends.redis.slotmap import Address, SlotMap, Unit, parse_slots, units_of
@@ -132,20 +132,7 @@ class AsyncClusterLink:
             raise
         again: list[Unit] = []
         for (node, units), node_replies in zip(groups.items(), answers, strict=True):
-            start = 0
-            wrote = False
-            for unit in units:
-                mine, start = unit_replies(unit, node_replies, start)
-                if plan.judge(node, unit, mine):
-                    again.append(unit)
-                    continue
-                wrote = True
-                for index, reply in zip(unit.indexes, mine, strict=True):
-                    replies[index] = reply
-                    if on_reply is not None and not isinstance(reply, Exception):
-                        on_reply(index, reply)
-            if wait is not None and wrote:
-                confirmed.append(int(node_replies[-1]))
+            again += settle(plan, node, units, node_replies, wait, replies, confirmed, on_reply)
         return again
 
     async def command(self, *args: Any) -> Any:

@@ -147,7 +147,3 @@ class ClusterBackend(RedisBackend):
             self._bells.clear()
         with errors(self.url):
             self._link.close()
-
-    def topology(self) -> dict[str, Any]:
-        """The primaries and how many slots each serves (for ``stats`` and tests)."""
-        return {"primaries": [f"{host}:{port}" for host, port in self._link.slots.primaries()]}

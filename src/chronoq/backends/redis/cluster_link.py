@@ -40,7 +40,15 @@ from chronoq.backends.redis.slotmap import (
     units_of,
 )
 
-__all__ = ["ClusterLink", "RedirectPlan", "commands_of", "not_loaded", "refused", "unit_replies"]
+__all__ = [
+    "ClusterLink",
+    "RedirectPlan",
+    "commands_of",
+    "not_loaded",
+    "refused",
+    "settle",
+    "unit_replies",
+]
 
 log = logging.getLogger("chronoq")
 
@@ -122,6 +130,37 @@ def commands_of(
     if wait is not None:
         sent.append(wait)
     return sent
+
+
+def settle(
+    plan: RedirectPlan,
+    node: Address,
+    units: list[Unit],
+    node_replies: list[Any],
+    wait: tuple[Any, ...] | None,
+    replies: list[Any],
+    confirmed: list[int],
+    on_reply: Callable[[int, Any], None] | None,
+) -> list[Unit]:
+    """One node's replies to its units: each unit's put in ``replies`` (and
+    told to ``on_reply``), or the unit returned to go again; the node's
+    ``WAIT`` reply noted when it took a part of the write."""
+    again: list[Unit] = []
+    start = 0
+    wrote = False
+    for unit in units:
+        mine, start = unit_replies(unit, node_replies, start)
+        if plan.judge(node, unit, mine):
+            again.append(unit)
+            continue
+        wrote = True
+        for index, reply in zip(unit.indexes, mine, strict=True):
+            replies[index] = reply
+            if on_reply is not None and not isinstance(reply, Exception):
+                on_reply(index, reply)
+    if wait is not None and wrote:
+        confirmed.append(int(node_replies[-1]))
+    return again
 
 
 def refused(unit: Unit, replies: list[Any]) -> None:
@@ -242,20 +281,7 @@ class ClusterLink:
         """Send ``pending`` once; the units that must go again."""
         again: list[Unit] = []
         for node, units, node_replies in self._exchange(plan.route(pending), commands, wait):
-            start = 0
-            wrote = False
-            for unit in units:
-                mine, start = unit_replies(unit, node_replies, start)
-                if plan.judge(node, unit, mine):
-                    again.append(unit)
-                    continue
-                wrote = True
-                for index, reply in zip(unit.indexes, mine, strict=True):
-                    replies[index] = reply
-                    if on_reply is not None and not isinstance(reply, Exception):
-                        on_reply(index, reply)
-            if wait is not None and wrote:
-                confirmed.append(int(node_replies[-1]))
+            again += settle(plan, node, units, node_replies, wait, replies, confirmed, on_reply)
         return again
 
     def _mend(self, plan: RedirectPlan) -> None:
