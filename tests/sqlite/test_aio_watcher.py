@@ -58,3 +58,48 @@ def test_a_put_by_another_process_wakes_a_waiter(
             return time.monotonic() - done
 
     assert asyncio.run(run()) < 5  # not the 30 s of the wait
+
+
+def test_a_commit_seen_only_after_its_write_event_still_wakes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """inotify reports the write to the WAL; the commit becomes visible a moment
+    later, in the mmap'd WAL index, which no event reports. Here the one event
+    the loop hears comes before the commit (a rewrite of the WAL's first bytes,
+    unchanged) and the commit's own events are not heard: the rereads that
+    follow an event must still find it (once, this waited out its whole wait)."""
+    path = tmp_path / "late.db"
+    url = f"sqlite:///{path}"
+    heard = 0
+    hear = aio_watcher.LoopWake._files_written
+
+    def first_event_only(self: aio_watcher.LoopWake, loop: asyncio.AbstractEventLoop) -> None:
+        nonlocal heard
+        heard += 1
+        if heard == 1:
+            hear(self, loop)
+        elif self._inotify is not None:
+            self._inotify.drain()  # the commit's events: not heard
+
+    monkeypatch.setattr(aio_watcher.LoopWake, "_files_written", first_event_only)
+
+    async def run() -> float:
+        async with chronoq.aio.connect(url) as q:
+            await q.put("warm", 1)  # the file and its WAL exist
+            wait = asyncio.ensure_future(q.reserve("t", wait=20))
+            await asyncio.sleep(0.3)
+            wal = Path(f"{path}-wal")
+            with wal.open("r+b") as f:  # an event, and no commit
+                head = f.read(32)
+                f.seek(0)
+                f.write(head)
+            await asyncio.sleep(0.05)
+            put = f"import chronoq; chronoq.connect({url!r}).put('t', 1)"
+            await asyncio.to_thread(subprocess.run, [sys.executable, "-c", put], check=True)
+            done = time.monotonic()
+            jobs = await wait
+            assert len(jobs) == 1
+            assert heard >= 2  # the commit did write (and was not heard)
+            return time.monotonic() - done
+
+    assert asyncio.run(run()) < aio_watcher.SETTLE_S + 3  # not the 20 s of the wait

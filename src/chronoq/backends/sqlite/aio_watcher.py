@@ -24,7 +24,11 @@ from chronoq.backends.sqlite.signals import CROSS_PROCESS_CHECK_S, FileSignals
 from chronoq.backends.threaded import ThreadedBackend
 from chronoq.errors import ChronoqError
 
-__all__ = ["AsyncSQLiteBackend", "LoopWake"]
+__all__ = ["SETTLE_S", "AsyncSQLiteBackend", "LoopWake"]
+
+#: after a write to the files, how long data_version is reread (at doubling
+#: intervals from CROSS_PROCESS_CHECK_S) for the commit to become visible
+SETTLE_S = 1.5
 
 
 class LoopWake:
@@ -145,9 +149,23 @@ class LoopWake:
             self._check = loop.create_task(self._check_version())
 
     async def _check_version(self) -> None:
-        while self._dirty and self._waiting:
-            self._dirty = False
-            if not await self._reread():
+        """Read ``data_version`` after a write to the files, and again a few
+        times after it, until it moves: the write that inotify reports (to the
+        WAL) comes a moment before the commit is visible (in the WAL index, in
+        the ``-shm`` file, written through mmap: no inotify event). A writer
+        paused in between is caught by the rereads, SETTLE_S in all."""
+        pause = 0.0
+        while self._waiting:
+            if self._dirty:  # a write (again): the rereads start over
+                self._dirty = False
+                pause = CROSS_PROCESS_CHECK_S
+            elif pause > SETTLE_S / 2:
+                return
+            else:
+                await asyncio.sleep(pause)
+                pause *= 2
+            seen = self._version
+            if not await self._reread() or self._version != seen:
                 return
 
     async def _check_other_processes(self) -> None:
