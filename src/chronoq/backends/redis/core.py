@@ -203,6 +203,7 @@ class RedisCore:
         sharded = self.shards > 1
         for shard in self.hints.due(topic) if sharded else (0,):
             asked = count - len(jobs)
+            stamp = self.hints.stamp(topic, shard) if sharded else 0
             reply = yield from self._run(
                 "reserve", topic, shard, asked, ttr_ms or 0, secrets.token_hex(8), token
             )
@@ -216,7 +217,7 @@ class RedisCore:
                     holder.timers.discard(shard)
             got = reservations(topic, reply, ttr_ms)
             if sharded:
-                self.hints.seen(topic, shard, len(got), asked, wake_in / 1000)
+                self.hints.seen(topic, shard, len(got), asked, wake_in / 1000, stamp)
             jobs += got
             if len(jobs) >= count:
                 break
