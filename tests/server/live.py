@@ -4,14 +4,17 @@ parts (its long polls) while it talks to it over real HTTP."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
 import uvicorn
@@ -23,13 +26,32 @@ from ..redis_server import free_port
 
 __all__ = ["LiveServer", "ServeProcess", "free_port", "start_server"]
 
+T = TypeVar("T")
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, which notes its event loop (the app's parts belong to it)."""
+
+    loop: asyncio.AbstractEventLoop | None = None
+
+    async def serve(self, *args: Any, **kwargs: Any) -> None:
+        self.loop = asyncio.get_running_loop()
+        await super().serve(*args, **kwargs)
+
 
 @dataclass
 class LiveServer:
     app: ChronoqApp
-    server: uvicorn.Server
+    server: _Server
     thread: threading.Thread
     url: str
+
+    async def on_server_loop(self, call: Callable[[], Awaitable[T]]) -> T:
+        """Await ``call()`` run on the server's event loop (asyncio's parts are
+        not for other threads), from the test's own loop."""
+        assert self.server.loop is not None
+        done = asyncio.run_coroutine_threadsafe(_awaited(call), self.server.loop)
+        return await asyncio.wrap_future(done)
 
     def stop(self) -> None:
         self.server.should_exit = True
@@ -47,7 +69,7 @@ def start_server(
         app, host="127.0.0.1", port=port, loop="uvloop", http="httptools",
         log_level="warning", lifespan="on", timeout_graceful_shutdown=10,
     )  # fmt: skip
-    server = uvicorn.Server(config)
+    server = _Server(config)
     thread = threading.Thread(target=server.run, name=f"chronoq-serve-{port}", daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -95,3 +117,7 @@ class ServeProcess:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait(30)
+
+
+async def _awaited(call: Callable[[], Awaitable[T]]) -> T:
+    return await call()

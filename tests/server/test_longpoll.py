@@ -51,7 +51,7 @@ def test_a_thousand_idle_long_polls_share_one_wake_up(server: LiveServer, store_
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED, timeout=10)
             assert len(done) >= 1
             # the rest keep waiting; stop them by closing the server side
-            await server.app.service.drain()
+            await server.on_server_loop(server.app.service.drain)
             return await asyncio.gather(*tasks)
 
     results = asyncio.run(run())
