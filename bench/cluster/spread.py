@@ -35,7 +35,7 @@ def records(store: Store, topic: str, shards: int) -> dict[int, int]:
     for shard, slot in enumerate(shard_slots(topic, shards)):
         port = primary_of_slot(slot_map, slot)
         with node(port) as client:
-            held[port] += int(client.hlen(shard_keys(PREFIX, topic, shard)[0]))
+            held[port] += int(client.hlen(shard_keys(PREFIX, topic, shard, shards, spread=True)[0]))
     return held
 
 

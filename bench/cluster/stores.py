@@ -113,8 +113,11 @@ class Meter:
 
 
 def shard_slots(topic: str, shards: int) -> list[int]:
-    """The slot of each shard of ``topic`` (its hash tag ``{topic:shard}``)."""
-    return [key_slot(shard_keys(PREFIX, topic, shard)[0].encode()) for shard in range(shards)]
+    """The slot of each shard of ``topic`` on a cluster (its hash tag, spread: keys.py)."""
+    return [
+        key_slot(shard_keys(PREFIX, topic, shard, shards, spread=True)[0].encode())
+        for shard in range(shards)
+    ]
 
 
 def primary_of_slot(slot_map: list[tuple[int, int, int]], slot: int) -> int:

@@ -73,6 +73,27 @@ def test_a_topic_spreads_over_every_primary(queue: chronoq.Queue, url: str) -> N
     assert sum(shard["ready"] for shard in stats["shards"]) == 1600
 
 
+def test_every_topics_shards_split_evenly_over_the_primaries(
+    queue: chronoq.Queue, url: str
+) -> None:
+    """16 shards over 3 primaries of equal slot ranges: 5 or 6 shards each
+    (within ±15% of the mean 5.33), whatever the topic's name."""
+    prefix = url.split("prefix=")[1]
+    clients = primaries(url)
+    try:
+        for topic in ("orders", "emails", "a", "topic.with.dots", "x:y", "bench.7.spread.16"):
+            ids = ids_by_shard(queue, 1)
+            queue.put_many(topic, [Job(s, id=ids[s][0]) for s in range(16)])
+            shards_per_primary = [
+                len(list(client.scan_iter(match=f"{prefix}:{{{topic}:*}}:jobs", count=1000)))
+                for client in clients
+            ]
+            assert sorted(shards_per_primary) in ([5, 5, 6], [5, 6, 5]), (topic, shards_per_primary)
+    finally:
+        for client in clients:
+            client.close()
+
+
 def test_the_library_is_loaded_again_where_it_is_missing(queue: chronoq.Queue, url: str) -> None:
     queue.put("lib", 1, id="a")
     clients = primaries(url)

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from redis.crc import key_slot
 
+from chronoq.backends.redis.keys import shard_tag
+
 from ..topologies import RedisCluster
 from .conftest import RunFactory, assert_clean
 from .run import Run, Setup
@@ -27,8 +29,11 @@ def cluster(tmp_path: Path) -> Iterator[RedisCluster]:
 
 
 def topic_slots(run: Run) -> list[int]:
-    """The slots of the topic's shards: every key of shard s is tagged ``{<topic>:<s>}``."""
-    return [key_slot(f"{run.topic}:{shard}".encode()) for shard in range(SHARDS)]
+    """The slots of the topic's shards (their hash tags on a cluster: keys.py)."""
+    return [
+        key_slot(shard_tag(run.topic, shard, SHARDS, spread=True).encode())
+        for shard in range(SHARDS)
+    ]
 
 
 @pytest.mark.timeout(120)

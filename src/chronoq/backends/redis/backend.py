@@ -52,10 +52,12 @@ class RedisBackend(Backend):
         options: RedisOptions,
         link: Any = None,
         connect_async: Callable[[], redis.asyncio.Redis] | None = None,
+        spread_slots: bool = False,
     ) -> None:
         """``link`` makes the round trips (link.py: this thread's connection of
         ``client``; a cluster's, cluster_link.py); ``connect_async`` opens the
-        same store on redis.asyncio (None: asyncio calls run in threads)."""
+        same store on redis.asyncio (None: asyncio calls run in threads);
+        ``spread_slots``: shard tags spread over the slot ring (keys.py)."""
         self.url = url
         self.shards = options.shards
         self._client = client
@@ -68,6 +70,7 @@ class RedisBackend(Backend):
             events_max=options.events_max,
             replicas=options.replicas,
             replica_timeout_ms=options.replica_timeout_ms,
+            spread_slots=spread_slots,
         )
         self._scripts = self._core.scripts
         self._link: Any = Link(client) if link is None and client is not None else link

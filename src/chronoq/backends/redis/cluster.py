@@ -85,7 +85,7 @@ class ClusterBackend(RedisBackend):
         kwargs: dict[str, Any],
     ) -> None:
         """``kwargs``: redis-py's options for the connection to each node."""
-        super().__init__(None, url=url, options=options)
+        super().__init__(None, url=url, options=options, spread_slots=True)
         self._kwargs = kwargs
         self._redirect_budget = options.redirect_budget
         self._link = ClusterLink(

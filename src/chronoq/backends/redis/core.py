@@ -77,9 +77,11 @@ class RedisCore:
         events_max: int,
         replicas: int,
         replica_timeout_ms: int,
+        spread_slots: bool = False,
     ) -> None:
         self.url = url
         self.shards = shards
+        self.spread_slots = spread_slots  # a cluster's tags (keys.py)
         self.prefix = prefix
         self.events_max = events_max
         self.replicas = replicas
@@ -97,7 +99,9 @@ class RedisCore:
         if keys is None:
             if len(self._key_cache) > 10_000:  # topics come and go: stay bounded
                 self._key_cache.clear()
-            keys = self._key_cache[topic, shard] = shard_keys(self.prefix, topic, shard)
+            keys = self._key_cache[topic, shard] = shard_keys(
+                self.prefix, topic, shard, self.shards, self.spread_slots
+            )
         return keys
 
     def wake_keys(self, topic: str) -> list[str]:
