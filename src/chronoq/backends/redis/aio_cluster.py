@@ -23,10 +23,9 @@ from chronoq.backends.redis.cluster_link import (
     refused,
     settle,
 )
-from chronoq.backends.redis.core import RedisCore, TimerHolder
+from chronoq.backends.redis.core import RedisCore
 from chronoq.backends.redis.slotmap import Address, SlotMap, Unit, parse_slots, units_of
-from chronoq.backends.redis.watcher import log_lost_timers
-from chronoq.errors import ChronoqError
+from chronoq.backends.redis.timers import TimerHolder
 
 __all__ = ["AsyncClusterBackend", "AsyncClusterLink"]
 
@@ -161,12 +160,7 @@ class AsyncClusterWatcher(AsyncWatcher, TimerHolder):
 
     async def close(self) -> None:
         self._bells.detach()
-        timers = self.take_timers()
-        if timers:
-            try:
-                await self._hand_over(timers, self.token)
-            except ChronoqError as exc:  # the timer lapses on its own
-                log_lost_timers(timers, exc)
+        await self.hand_on_async(self._hand_over)
 
 
 class AsyncClusterBackend(AsyncRedisBackend):

@@ -11,10 +11,9 @@ from collections.abc import Awaitable, Callable
 
 from chronoq.backends.base import AsyncWatcher
 from chronoq.backends.redis.aio_link import AsyncLink
-from chronoq.backends.redis.core import TimerHolder
 from chronoq.backends.redis.steps import errors
-from chronoq.backends.redis.watcher import blocking_pop, log_lost_timers, woken
-from chronoq.errors import ChronoqError
+from chronoq.backends.redis.timers import TimerHolder
+from chronoq.backends.redis.watcher import blocking_pop, woken
 
 __all__ = ["AsyncRedisWatcher"]
 
@@ -38,12 +37,7 @@ class AsyncRedisWatcher(AsyncWatcher, TimerHolder):
         self._hand_over = hand_over
 
     async def close(self) -> None:
-        timers = self.take_timers()
-        if timers:
-            try:
-                await self._hand_over(timers, self.token)
-            except ChronoqError as exc:  # the timer lapses on its own
-                log_lost_timers(timers, exc)
+        await self.hand_on_async(self._hand_over)
 
     async def wait(self, timeout: float) -> bool:
         with errors(self._url):

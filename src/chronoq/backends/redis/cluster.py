@@ -21,9 +21,9 @@ from chronoq.backends.redis.aio_cluster import AsyncClusterBackend, AsyncCluster
 from chronoq.backends.redis.backend import RedisBackend
 from chronoq.backends.redis.bells import Bells, Party
 from chronoq.backends.redis.cluster_link import ClusterLink
-from chronoq.backends.redis.core import TimerHolder
 from chronoq.backends.redis.slotmap import Address
 from chronoq.backends.redis.steps import errors
+from chronoq.backends.redis.timers import TimerHolder
 from chronoq.backends.redis.urls import (
     RedisOptions,
     cluster_path,
@@ -31,9 +31,7 @@ from chronoq.backends.redis.urls import (
     read_options,
     redacted,
 )
-from chronoq.backends.redis.watcher import log_lost_timers
 from chronoq.backends.url import StoreURL
-from chronoq.errors import ChronoqError
 
 __all__ = ["ClusterBackend", "ClusterWatcher"]
 
@@ -65,12 +63,7 @@ class ClusterWatcher(Watcher, TimerHolder):
 
     def close(self) -> None:
         self._bells.detach()
-        timers = self.take_timers()
-        if timers:
-            try:
-                self._backend.hand_over(self._topic, timers, self.token)
-            except ChronoqError as exc:  # the timer lapses on its own
-                log_lost_timers(timers, exc)
+        self.hand_on(lambda timers, token: self._backend.hand_over(self._topic, timers, token))
 
 
 class ClusterBackend(RedisBackend):

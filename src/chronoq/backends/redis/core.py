@@ -28,6 +28,7 @@ from chronoq.backends.redis.hints import ShardHints
 from chronoq.backends.redis.keys import logs_key, shard_keys, shard_of, topics_key
 from chronoq.backends.redis.scripts import Scripts
 from chronoq.backends.redis.steps import Command, Pipeline, Steps
+from chronoq.backends.redis.timers import TimerHolder
 from chronoq.backoff import Backoff
 from chronoq.errors import DurabilityError, InvalidInput, LeaseLost
 from chronoq.job import (
@@ -50,19 +51,6 @@ _READ_ONLY = frozenset({"get"})  # every other script may write: WAIT after it
 # scripts that can make a job available: the shards they touch are looked at
 # by this process's next reserve (hints.py)
 _AVAILING = frozenset({"put", "nack", "requeue", "reschedule", "pause"})
-
-
-class TimerHolder:
-    """A waiter as the reserve script knows it: its token, and the shards whose
-    due-time timer it holds (handed on when it stops waiting, see watcher.py)."""
-
-    def __init__(self) -> None:
-        self.token = secrets.token_hex(8)
-        self.timers: set[int] = set()
-
-    def take_timers(self) -> set[int]:
-        timers, self.timers = self.timers, set()
-        return timers
 
 
 class RedisCore:

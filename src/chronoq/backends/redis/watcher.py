@@ -24,12 +24,11 @@ from typing import Any
 import redis
 
 from chronoq.backends.base import Watcher
-from chronoq.backends.redis.core import TimerHolder
 from chronoq.backends.redis.link import Link
 from chronoq.backends.redis.steps import errors
-from chronoq.errors import ChronoqError
+from chronoq.backends.redis.timers import TimerHolder
 
-__all__ = ["RedisWatcher", "blocking_pop", "log_lost_timers", "woken"]
+__all__ = ["RedisWatcher", "blocking_pop", "woken"]
 
 _BACKSTOP_S = 1.0  # the server gives up this long after our own timer
 log = logging.getLogger("chronoq")
@@ -48,10 +47,6 @@ def woken(keys: list[str], reply: Any, on_wake: Callable[[int], None] | None) ->
     if on_wake is not None and len(keys) > 1:
         for shard in range(len(keys)):
             on_wake(shard)
-
-
-def log_lost_timers(timers: set[int], exc: ChronoqError) -> None:
-    log.debug("could not hand on the timer of %s: %s", sorted(timers), exc)
 
 
 class RedisWatcher(Watcher, TimerHolder):
@@ -74,12 +69,7 @@ class RedisWatcher(Watcher, TimerHolder):
         self._hand_over = hand_over
 
     def close(self) -> None:
-        timers = self.take_timers()
-        if timers:
-            try:
-                self._hand_over(timers, self.token)
-            except ChronoqError as exc:  # the timer lapses on its own
-                log_lost_timers(timers, exc)
+        self.hand_on(self._hand_over)
 
     def wait(self, timeout: float) -> bool:
         with errors(self._url):
