@@ -16,9 +16,8 @@ from phases import drain_by, fill
 from stores import PREFIX, Meter, Store, Usage, node, primary_of_slot, shard_slots
 
 import chronoq
-from chronoq.backends.redis.keys import shard_keys
+from chronoq.backends.redis.keys import SLOTS, shard_keys
 
-SLOTS = 16384
 TOPIC_SAMPLES = 1000  # topic names drawn for the average unevenness
 
 
@@ -35,7 +34,9 @@ def records(store: Store, topic: str, shards: int) -> dict[int, int]:
     for shard, slot in enumerate(shard_slots(topic, shards)):
         port = primary_of_slot(slot_map, slot)
         with node(port) as client:
-            held[port] += int(client.hlen(shard_keys(PREFIX, topic, shard, shards, spread=True)[0]))
+            held[port] += int(
+                client.hlen(shard_keys(PREFIX, topic, shard, shards=shards, spread=True)[0])
+            )
     return held
 
 

@@ -115,7 +115,7 @@ class Meter:
 def shard_slots(topic: str, shards: int) -> list[int]:
     """The slot of each shard of ``topic`` on a cluster (its hash tag, spread: keys.py)."""
     return [
-        key_slot(shard_keys(PREFIX, topic, shard, shards, spread=True)[0].encode())
+        key_slot(shard_keys(PREFIX, topic, shard, shards=shards, spread=True)[0].encode())
         for shard in range(shards)
     ]
 

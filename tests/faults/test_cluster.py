@@ -31,7 +31,7 @@ def cluster(tmp_path: Path) -> Iterator[RedisCluster]:
 def topic_slots(run: Run) -> list[int]:
     """The slots of the topic's shards (their hash tags on a cluster: keys.py)."""
     return [
-        key_slot(shard_tag(run.topic, shard, SHARDS, spread=True).encode())
+        key_slot(shard_tag(run.topic, shard, shards=SHARDS, spread=True).encode())
         for shard in range(SHARDS)
     ]
 

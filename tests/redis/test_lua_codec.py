@@ -107,7 +107,7 @@ class Lua:
 
     def __init__(self, client: Any, prefix: str) -> None:
         self.client = client
-        self.keys = keys.shard_keys(prefix, "t", 0)
+        self.keys = keys.shard_keys(prefix, "t", 0, shards=1, spread=False)
 
     def key(self, part: str) -> str:
         return self.keys[keys.PARTS.index(part)]

@@ -18,14 +18,16 @@ def slot(tag: str) -> int:
 
 
 def test_one_server_keeps_the_plain_tags() -> None:
-    assert shard_tag("orders", 3, 16) == "orders:3"
-    assert shard_tag("orders", 0, 1, spread=True) == "orders:0"
-    assert shard_keys("chronoq", "orders", 3, 16)[0] == "chronoq:{orders:3}:jobs"
+    assert shard_tag("orders", 3, shards=16, spread=False) == "orders:3"
+    assert shard_tag("orders", 0, shards=1, spread=True) == "orders:0"
+    assert shard_keys("chronoq", "orders", 3, shards=16, spread=False)[0] == (
+        "chronoq:{orders:3}:jobs"
+    )
 
 
 def test_each_shard_lands_near_its_own_point_of_the_ring() -> None:
     for shards in (2, 3, 16, 64):
-        tags = [shard_tag("orders", s, shards, spread=True) for s in range(shards)]
+        tags = [shard_tag("orders", s, shards=shards, spread=True) for s in range(shards)]
         assert tags[0] == "orders:0"  # shard 0 is always plain
         assert len(set(tags)) == shards
         base = slot(tags[0])
@@ -43,6 +45,6 @@ def test_any_topic_splits_within_15_percent_over_three_equal_primaries() -> None
         topic = rng.choice(string.ascii_letters) + "".join(rng.choices(alphabet, k=12))
         owners = Counter(
             next(i for i, (lo, hi) in enumerate(ranges) if lo <= slot(tag) <= hi)
-            for tag in (shard_tag(topic, s, 16, spread=True) for s in range(16))
+            for tag in (shard_tag(topic, s, shards=16, spread=True) for s in range(16))
         )
         assert sorted(owners.values()) == [5, 5, 6], (topic, owners)

@@ -169,6 +169,7 @@ def test_driver_options_reach_redis_py(
         "shards=0",
         "shards=-1",
         "shards=two",
+        "shards=1025",  # at most 1,024
         "shards=",
         "events_max=0",
         "events_max=many",

@@ -43,7 +43,7 @@ from chronoq.job import (
 )
 from chronoq.states import State
 
-__all__ = ["RedisCore", "TimerHolder"]
+__all__ = ["RedisCore"]
 
 _PURGE_BATCH = 1000
 _PUT_CHUNK = 200
@@ -88,7 +88,7 @@ class RedisCore:
             if len(self._key_cache) > 10_000:  # topics come and go: stay bounded
                 self._key_cache.clear()
             keys = self._key_cache[topic, shard] = shard_keys(
-                self.prefix, topic, shard, self.shards, self.spread_slots
+                self.prefix, topic, shard, shards=self.shards, spread=self.spread_slots
             )
         return keys
 

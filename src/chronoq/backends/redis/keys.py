@@ -16,6 +16,7 @@ names, so that no primary is favoured across topics.
 from __future__ import annotations
 
 from binascii import crc_hqx
+from functools import lru_cache
 
 from chronoq.job import shard_of
 
@@ -61,7 +62,8 @@ def _slot(tag: str) -> int:
     return crc_hqx(tag.encode(), 0) % SLOTS  # as Redis Cluster hashes a tag
 
 
-def shard_tag(topic: str, shard: int, shards: int = 1, spread: bool = False) -> str:
+@lru_cache(maxsize=65536)  # ~512 CRCs a spread tag: each process finds it once
+def shard_tag(topic: str, shard: int, *, shards: int, spread: bool) -> str:
     """The hash tag of ``shard`` of ``topic``: ``<topic>:<shard>``, with the
     suffix that spreads it over the slot ring when ``spread`` (see above)."""
     plain = f"{topic}:{shard}"
@@ -77,10 +79,9 @@ def shard_tag(topic: str, shard: int, shards: int = 1, spread: bool = False) -> 
     return plain  # odds of e**-64: not met in practice
 
 
-def shard_keys(
-    prefix: str, topic: str, shard: int, shards: int = 1, spread: bool = False
-) -> list[str]:
-    tag = f"{prefix}:{{{shard_tag(topic, shard, shards, spread)}}}:"
+def shard_keys(prefix: str, topic: str, shard: int, *, shards: int, spread: bool) -> list[str]:
+    """Every key of a shard (PARTS); ``spread``: the tags of a cluster."""
+    tag = f"{prefix}:{{{shard_tag(topic, shard, shards=shards, spread=spread)}}}:"
     return [tag + part for part in PARTS]
 
 

@@ -34,7 +34,7 @@ _NEVER = -1  # the score of a schedule that has not put an occurrence yet
 
 def schedule_keys(prefix: str, topic: str) -> tuple[str, str, str]:
     """The spec hash, the created_at hash and the last-occurrence sorted set."""
-    tag = f"{prefix}:{{{topic}:0}}:schedules"
+    tag = f"{prefix}:{{{topic}:0}}:schedules"  # shard 0's slot: its tag is plain everywhere
     return tag, tag + ":created", tag + ":last"
 
 

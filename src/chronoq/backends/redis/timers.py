@@ -36,6 +36,7 @@ class TimerHolder:
                 _lapse(timers, exc)
 
     async def hand_on_async(self, hand_over: Callable[[set[int], str], Awaitable[None]]) -> None:
+        """``hand_on`` on the event loop."""
         timers = self.take_timers()
         if timers:
             try:

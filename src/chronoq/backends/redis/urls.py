@@ -17,6 +17,7 @@ from chronoq.errors import InvalidInput
 
 __all__ = [
     "CLUSTER_SCHEMES",
+    "MAX_SHARDS",
     "SENTINEL_SCHEMES",
     "RedisOptions",
     "driver_url",
@@ -39,6 +40,7 @@ _STRINGS = frozenset(
 # query options redis-py understands: passed on to it
 DRIVER_OPTIONS = (frozenset(URL_QUERY_ARGUMENT_PARSERS) - _RESENDING) | _STRINGS | {"protocol"}
 _CHRONOQ = "shards, prefix, events_max, replicas, replica_timeout_ms"
+MAX_SHARDS = 1024
 
 
 @dataclass
@@ -91,6 +93,8 @@ def read_options(url: StoreURL, default_shards: int) -> RedisOptions:
         replicas=options.pop_int("replicas", 0),
         replica_timeout_ms=options.pop_int("replica_timeout_ms", 1000, minimum=1),
     )
+    if read.shards > MAX_SHARDS:  # a topic's shards are found one by one (keys.shard_tag)
+        raise InvalidInput(f"store URL option shards={read.shards} must be at most {MAX_SHARDS}")
     chronoq_names = _CHRONOQ
     if url.scheme in CLUSTER_SCHEMES:
         read.redirect_budget = options.pop_int("redirect_budget_ms", 5000, minimum=0) / 1000

@@ -16,7 +16,6 @@ the timer on (``close``), so a due time wakes one consumer, not all of them.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -31,7 +30,6 @@ from chronoq.backends.redis.timers import TimerHolder
 __all__ = ["RedisWatcher", "blocking_pop", "woken"]
 
 _BACKSTOP_S = 1.0  # the server gives up this long after our own timer
-log = logging.getLogger("chronoq")
 
 
 def blocking_pop(wake_keys: list[str], timeout: float) -> list[tuple[Any, ...]]:

@@ -50,7 +50,9 @@ class LoopWake:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._waiting: dict[str, set[asyncio.Future[bool]]] = {}
         self._version: int | None = None  # the last data_version the check read
-        self._check: asyncio.Task[None] | None = None
+        self._check: asyncio.Task[None] | None = None  # rereads after a write
+        self._poll: asyncio.Task[None] | None = None  # without inotify: the files' stamps
+        self._written = asyncio.Event()  # a write was seen: a reread's pause ends
 
     def _attach(self) -> asyncio.AbstractEventLoop:
         loop = asyncio.get_running_loop()
@@ -138,41 +140,54 @@ class LoopWake:
                 self._inotify.drain()  # what was written while nobody waited is known
                 loop.add_reader(self._inotify.fileno(), self._files_written, loop)
                 self._reading = True
-        elif self._check is None or self._check.done():
-            self._check = loop.create_task(self._check_other_processes())
+        elif self._poll is None or self._poll.done():
+            self._poll = loop.create_task(self._check_other_processes())
 
     def _files_written(self, loop: asyncio.AbstractEventLoop) -> None:
-        if self._inotify is None or not self._inotify.drain():
-            return
+        if self._inotify is not None and self._inotify.drain():
+            self._heard(loop)
+
+    def _heard(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The files were written: (re)start the rereads of ``data_version``."""
         self._dirty = True
+        self._written.set()
         if self._check is None or self._check.done():  # one check at a time
             self._check = loop.create_task(self._check_version())
 
     async def _check_version(self) -> None:
-        """Read ``data_version`` after a write to the files, and again a few
-        times after it, until it moves: the write that inotify reports (to the
-        WAL) comes a moment before the commit is visible (in the WAL index, in
-        the ``-shm`` file, written through mmap: no inotify event). A writer
-        paused in between is caught by the rereads, SETTLE_S in all."""
-        pause = 0.0
+        """Read ``data_version`` after a write to the files, and again at
+        doubling pauses for SETTLE_S, until it moves: the write that is seen
+        (to the WAL) comes a moment before the commit is visible (in the WAL
+        index, in the ``-shm`` file, written through mmap: no inotify event,
+        no change of size). A writer paused in between is caught by the
+        rereads; each new write starts them over at once."""
+        loop = asyncio.get_running_loop()
+        deadline = pause = 0.0
         while self._waiting:
-            if self._dirty:  # a write (again): the rereads start over
+            if self._dirty:
                 self._dirty = False
-                pause = CROSS_PROCESS_CHECK_S
-            elif pause > SETTLE_S / 2:
-                return
-            else:
-                await asyncio.sleep(pause)
-                pause *= 2
+                self._written.clear()
+                deadline, pause = loop.time() + SETTLE_S, CROSS_PROCESS_CHECK_S
             seen = self._version
-            if not await self._reread() or self._version != seen:
+            if not await self._reread():
                 return
+            if self._dirty:
+                continue
+            left = deadline - loop.time()
+            if self._version != seen or left <= 0:
+                return  # the commit is seen (its waiters woken), or none came
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._written.wait(), min(pause, left))
+            pause *= 2
 
     async def _check_other_processes(self) -> None:
+        """Without inotify: the files' size and time every CROSS_PROCESS_CHECK_S
+        while someone waits; a change starts the rereads."""
+        loop = asyncio.get_running_loop()
         while self._waiting:
             await asyncio.sleep(CROSS_PROCESS_CHECK_S)
-            if self._files_moved() and not await self._reread():
-                return
+            if self._files_moved():
+                self._heard(loop)
 
     async def _reread(self) -> bool:
         """Read ``data_version``; wake every waiter when another process
@@ -192,8 +207,9 @@ class LoopWake:
     def close(self) -> None:
         self._signals.unlisten(self._from_any_thread)
         self._wake_all()
-        if self._check is not None:
-            self._check.cancel()
+        for task in (self._check, self._poll):
+            if task is not None:
+                task.cancel()
         if self._inotify is not None:
             if self._reading and self._loop is not None and not self._loop.is_closed():
                 self._loop.remove_reader(self._inotify.fileno())
