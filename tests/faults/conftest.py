@@ -89,3 +89,13 @@ def assert_clean(run: Run, report: Report) -> None:
     assert report.unexpected == [], f"unexpected: {report.summary()}"
     assert run.tracebacks() == [], f"Traceback in {run.tracebacks()}"
     assert report.starts > 0
+
+
+def assert_few_duplicates(run: Run, report: Report, faults: int) -> None:
+    """Duplicates are allowed after a fault, but only of the jobs a worker held
+    when it hit (running or prefetched: concurrency + prefetch each), twice
+    over for a fault a producer also retried through. A worker that went on
+    running jobs whose acks could not go out ran hundreds twice."""
+    s = run.setup
+    bound = 2 * faults * len(run.workers) * (s.concurrency + (s.prefetch or s.concurrency))
+    assert len(report.duplicated) <= bound, f"duplicated over {bound}: {report.summary()}"

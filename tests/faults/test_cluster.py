@@ -16,7 +16,7 @@ from redis.crc import key_slot
 from chronoq.backends.redis.keys import shard_tag
 
 from ..topologies import RedisCluster
-from .conftest import RunFactory, assert_clean
+from .conftest import RunFactory, assert_clean, assert_few_duplicates
 from .run import Run, Setup
 
 SHARDS = 16
@@ -53,6 +53,7 @@ def test_kill_9_of_a_primary_fails_over_and_loses_nothing(
     cluster.restart(old)
     report = run.finish(drain_timeout=40)
     assert_clean(run, report)
+    assert_few_duplicates(run, report, faults=1)
 
 
 @pytest.mark.timeout(120)

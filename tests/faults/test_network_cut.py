@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from .conftest import RunFactory, ServerFactory, assert_clean
+from .conftest import RunFactory, ServerFactory, assert_clean, assert_few_duplicates
 from .history import read_history
 from .proxy import Proxy
 
@@ -30,6 +30,7 @@ def test_clients_cut_from_the_store_for_seconds(proxy: Proxy, fault_run: RunFact
     proxy.cut(1.0)
     report = run.finish()
     assert_clean(run, report)
+    assert_few_duplicates(run, report, faults=2)
     errors = {r["error"] for r in read_history(run.history_dir).of("info")}
     assert errors, "the cut reached no producer"
     store = f"127.0.0.1:{proxy.port}"

@@ -36,12 +36,16 @@ class Fetcher:
         slots: Slots,
         stopping: asyncio.Event,
         renew: Callable[[Lot], None],
+        held_back: Callable[[], int] = lambda: 0,
     ) -> None:
+        """``held_back``: finished jobs whose acks cannot go out now (acks.py):
+        they take room, as running jobs do."""
         self.settings = settings
         self.q = queue
         self.slots = slots
         self.stopping = stopping
         self.renew = renew
+        self.held_back = held_back
         self.claimed = 0  # room taken by reserves on the wire (held jobs: slots.running)
 
     async def fetch(self, topic: str) -> None:
@@ -75,7 +79,7 @@ class Fetcher:
         slots, settings = self.slots, self.settings
         while True:
             capacity = settings.concurrency + self.prefetch()
-            room = capacity - len(slots.running) - self.claimed
+            room = capacity - len(slots.running) - self.claimed - self.held_back()
             # while jobs wait for a slot, wait for half the room: one reserve of
             # many jobs rather than one round trip per freed slot
             if room > 0 and not (slots.waiting and room < max(1, capacity // 2)):

@@ -46,7 +46,12 @@ class Session:
         self.signals = 0
         self.slots = Slots(settings, loop, self.stopping, self.finished, self.run_async)
         self.leases = Leases(settings, counts, self.q, self.slots, self.spawn, self.hurry)
-        self.fetcher = Fetcher(settings, self.q, self.slots, self.stopping, self.leases.renew)
+        self.fetcher = Fetcher(
+            settings, self.q, self.slots, self.stopping, self.leases.renew, self._acks_held_back
+        )
+
+    def _acks_held_back(self) -> int:  # asked by the fetchers, which run() starts after acks
+        return self.acks.held_back()
 
     # -- stopping --------------------------------------------------------------------
 
@@ -68,7 +73,7 @@ class Session:
     # -- the session ------------------------------------------------------------------
 
     async def run(self) -> None:
-        self.acks = AckBatcher(self.q, self.leases.lost)
+        self.acks = AckBatcher(self.q, self.leases.lost, self.slots.room_freed.set)
         topics = sorted(self.settings.handlers)
         loops = [
             self.loop.create_task(self.fetcher.fetch(t), name=f"chronoq-fetch-{t}") for t in topics
