@@ -9,8 +9,28 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
-__all__ = ["RedisServer", "free_port", "redis_server_binary"]
+__all__ = ["RedisServer", "StopsOnExit", "free_port", "redis_server_binary"]
+
+
+class StopsOnExit:
+    """``with`` a test's processes or servers: ``stop()`` on the way out."""
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.stop()
 
 
 def free_port() -> int:

@@ -17,13 +17,12 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 import redis
 from redis.crc import key_slot
 
-from .redis_server import RedisServer, free_port, redis_server_binary
+from .redis_server import RedisServer, StopsOnExit, free_port, redis_server_binary
 
 __all__ = ["STARTED_PIDS", "ClusterNode", "Node", "RedisCluster", "SentinelServer", "SentinelSetup"]
 
@@ -214,7 +213,7 @@ def _slot_map(port: int) -> SlotMap:
     )
 
 
-class RedisCluster:
+class RedisCluster(StopsOnExit):
     """A Redis Cluster of ``masters`` primaries with ``replicas_per_master`` replicas each, built
     by ``redis-cli --cluster create`` (as an operator would) and ready when every node says
     cluster_state:ok, all agree on the slot map and every replica's link is up. ``extra`` adds
@@ -408,17 +407,6 @@ class RedisCluster:
         for node in self.nodes:
             node.stop(kill=True)  # nothing of a test cluster's data is worth a clean shutdown
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.stop()
-
 
 # -- Sentinel ------------------------------------------------------------------------------------
 
@@ -452,7 +440,7 @@ def _pairs(flat: list[Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in zip(flat[::2], flat[1::2], strict=True)}
 
 
-class SentinelSetup:
+class SentinelSetup(StopsOnExit):
     """A primary, its replica and one Sentinel watching them (quorum 1), quick to notice a
     failure (``down_after_ms``) and to settle after a failover. ``extra`` adds config arguments
     to both data nodes."""
@@ -615,17 +603,6 @@ class SentinelSetup:
             self.sentinel.stop(kill=True)
         for node in self.nodes:
             node.stop(kill=True)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 # -- self-check ----------------------------------------------------------------------------------

@@ -9,15 +9,15 @@ import contextlib
 import socket
 import threading
 import time
-from types import TracebackType
-from typing import Self
+
+from ..redis_server import StopsOnExit
 
 __all__ = ["Proxy"]
 
 CHUNK = 65536
 
 
-class Proxy:
+class Proxy(StopsOnExit):
     def __init__(self, target_port: int, host: str = "127.0.0.1") -> None:
         self.host = host
         self.target_port = target_port
@@ -102,14 +102,3 @@ class Proxy:
         self._listener.close()
         self.drop_all()
         self._acceptor.join(1)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -81,6 +81,14 @@ async def until_reserved(aq: chronoq.aio.AsyncQueue, topic: str, count: int) -> 
         await asyncio.sleep(0.01)
 
 
+def run_logged(
+    caplog: pytest.LogCaptureFixture, main: Callable[[], Coroutine[Any, Any, None]]
+) -> None:
+    """Run ``main`` with chronoq's log captured down to debug (quiet releases)."""
+    with caplog.at_level(logging.DEBUG, logger="chronoq"):
+        run_async(main)
+
+
 def warnings_about(caplog: pytest.LogCaptureFixture, job_id: str) -> list[str]:
     return [
         r.getMessage()
@@ -124,8 +132,7 @@ def test_a_held_job_is_not_started_after_the_worker_was_frozen(
         ]
         await aq.close()
 
-    with caplog.at_level(logging.DEBUG, logger="chronoq"):
-        run_async(main)
+    run_logged(caplog, main)
     (line,) = [m for m in warnings_about(caplog, "b") if "not started" in m]
     assert "its lease ran out" in line and "ms ago" in line
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
@@ -164,8 +171,7 @@ def test_a_job_whose_reserve_answer_came_after_its_lease_is_not_started(
         assert (worker.counts.skipped, worker.counts.lost) == (1, 0)
         await aq.close()
 
-    with caplog.at_level(logging.DEBUG, logger="chronoq"):
-        run_async(main)
+    run_logged(caplog, main)
     assert any("its lease ran out" in m for m in warnings_about(caplog, "c"))
     quiet = [r for r in caplog.records if "was not released" in r.getMessage()]
     assert quiet and all(r.levelno == logging.DEBUG for r in quiet)
@@ -206,8 +212,7 @@ def test_a_job_refused_while_the_store_still_leases_it_is_released(
         assert kinds.count("reserve") == 2
         await aq.close()
 
-    with caplog.at_level(logging.DEBUG, logger="chronoq"):
-        run_async(main)
+    run_logged(caplog, main)
     assert not [r for r in caplog.records if "was not released" in r.getMessage()]
 
 
@@ -254,7 +259,6 @@ def test_a_held_job_whose_renewal_was_refused_is_not_started(
         assert (worker.counts.skipped, worker.counts.lost) == (1, 0)
         await aq.close()
 
-    with caplog.at_level(logging.DEBUG, logger="chronoq"):
-        run_async(main)
+    run_logged(caplog, main)
     assert any("not started" in m for m in warnings_about(caplog, "e"))
     assert not any("while its handler ran" in m for m in warnings_about(caplog, "e"))

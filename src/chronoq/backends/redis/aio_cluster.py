@@ -19,12 +19,10 @@ from chronoq.backends.redis.aio_link import AsyncLink
 from chronoq.backends.redis.bells import Bells
 from chronoq.backends.redis.cluster_link import (
     RedirectPlan,
-    commands_of,
-    refused,
-    settle,
+    RoundTrip,
 )
 from chronoq.backends.redis.core import RedisCore
-from chronoq.backends.redis.slotmap import Address, SlotMap, Unit, parse_slots, units_of
+from chronoq.backends.redis.slotmap import Address, SlotMap, parse_slots
 from chronoq.backends.redis.timers import TimerHolder
 
 __all__ = ["AsyncClusterBackend", "AsyncClusterLink"]
@@ -81,58 +79,36 @@ class AsyncClusterLink:
         commands: Iterable[tuple[Any, ...]],
         on_reply: Callable[[int, Any], None] | None = None,
     ) -> list[Any]:
-        """As ``ClusterLink.pipeline`` with ``raise_on_error=False``."""
-        listed = list(commands)
-        wait = listed.pop() if listed and str(listed[-1][0]).upper() == "WAIT" else None
+        """As ``ClusterLink.pipeline`` with ``raise_on_error=False``: each
+        node's share sent side by side on the event loop."""
+        trip = RoundTrip(self.slots, self._budget, commands, on_reply)
         if self.slots.stale:
             await self.refresh()
-        replies: list[Any] = [None] * len(listed)
-        confirmed: list[int] = []
-        plan = RedirectPlan(self.slots, self._budget)
-        pending = units_of(listed)
-        while pending:
-            pending = await self._pass(plan, pending, listed, wait, replies, confirmed, on_reply)
-            if pending:
-                pause = plan.pause()
-                if pause is None:
-                    for unit in pending:
-                        refused(unit, replies)
-                    break
-                await asyncio.sleep(pause)
-                if self.slots.stale:
-                    await self.refresh()
-                for address in plan.load_on:
-                    await self._load_library(address)
-                plan.load_on.clear()
-        if wait is not None:
-            replies.append(min(confirmed) if confirmed else 0)
-        return replies
-
-    async def _pass(
-        self,
-        plan: RedirectPlan,
-        pending: list[Unit],
-        commands: list[tuple[Any, ...]],
-        wait: tuple[Any, ...] | None,
-        replies: list[Any],
-        confirmed: list[int],
-        on_reply: Callable[[int, Any], None] | None,
-    ) -> list[Unit]:
-        groups = plan.route(pending)
-        try:
-            answers = await asyncio.gather(
-                *(
-                    self.node(node)[1].pipeline(commands_of(units, commands, wait))
-                    for node, units in groups.items()
+        while trip.pending:
+            shares = trip.shares()
+            try:
+                answers = await asyncio.gather(
+                    *(self.node(node)[1].pipeline(sent) for node, _, sent in shares)
                 )
+            except (redis.ConnectionError, redis.TimeoutError, OSError):
+                self.slots.stale = True  # a primary may have failed: read the map again
+                raise
+            pause = trip.settle(
+                (node, units, replies)
+                for (node, units, _), replies in zip(shares, answers, strict=True)
             )
-        except (redis.ConnectionError, redis.TimeoutError, OSError):
-            self.slots.stale = True
-            raise
-        again: list[Unit] = []
-        for (node, units), node_replies in zip(groups.items(), answers, strict=True):
-            again += settle(plan, node, units, node_replies, wait, replies, confirmed, on_reply)
-        return again
+            if pause is not None:
+                await asyncio.sleep(pause)
+                await self._mend(trip.plan)
+        return trip.result()
+
+    async def _mend(self, plan: RedirectPlan) -> None:
+        """As ``ClusterLink._mend``."""
+        if self.slots.stale:
+            await self.refresh()
+        for address in plan.load_on:
+            await self._load_library(address)
+        plan.load_on.clear()
 
     async def command(self, *args: Any) -> Any:
         [reply] = await self.pipeline([args])

@@ -27,9 +27,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import redis
-from redis.exceptions import AskError, MovedError, ResponseError
+from redis.exceptions import AskError, MovedError
 
 from chronoq.backends.redis.link import Link, Sent
+from chronoq.backends.redis.scripts import not_loaded
 from chronoq.backends.redis.slotmap import (
     Address,
     SlotMap,
@@ -40,21 +41,9 @@ from chronoq.backends.redis.slotmap import (
     units_of,
 )
 
-__all__ = [
-    "ClusterLink",
-    "RedirectPlan",
-    "commands_of",
-    "not_loaded",
-    "refused",
-    "settle",
-    "unit_replies",
-]
+__all__ = ["ClusterLink", "RedirectPlan", "RoundTrip"]
 
 log = logging.getLogger("chronoq")
-
-
-def not_loaded(reply: object) -> bool:
-    return isinstance(reply, ResponseError) and "Function not found" in str(reply)
 
 
 class RedirectPlan:
@@ -174,6 +163,60 @@ def refused(unit: Unit, replies: list[Any]) -> None:
         replies[index] = refusal
 
 
+class RoundTrip:
+    """One pipeline over a cluster, whatever does the I/O (the blocking and
+    the asyncio link): the commands split into units, the units still to
+    send, the replies so far, and the redirect plan."""
+
+    def __init__(
+        self,
+        slots: SlotMap,
+        budget: float,
+        commands: Iterable[tuple[Any, ...]],
+        on_reply: Callable[[int, Any], None] | None,
+    ) -> None:
+        listed = list(commands)
+        self.wait = listed.pop() if listed and str(listed[-1][0]).upper() == "WAIT" else None
+        self.commands = listed
+        self.on_reply = on_reply
+        self.plan = RedirectPlan(slots, budget)
+        self.pending = units_of(listed)
+        self.replies: list[Any] = [None] * len(listed)
+        self._confirmed: list[int] = []
+
+    def shares(self) -> list[tuple[Address, list[Unit], list[tuple[Any, ...]]]]:
+        """What each node is sent in this pass: its units and their commands."""
+        return [
+            (node, units, commands_of(units, self.commands, self.wait))
+            for node, units in self.plan.route(self.pending).items()
+        ]
+
+    def settle(self, answers: Iterable[tuple[Address, list[Unit], list[Any]]]) -> float | None:
+        """Each node's replies to its share; then how long to wait before the
+        next pass (None: done, every unit answered or refused)."""
+        again: list[Unit] = []
+        for node, units, node_replies in answers:
+            again += settle(
+                self.plan, node, units, node_replies, self.wait,
+                self.replies, self._confirmed, self.on_reply,
+            )  # fmt: skip
+        self.pending = again
+        if not again:
+            return None
+        pause = self.plan.pause()
+        if pause is None:  # the budget is spent: the refusals are the replies
+            for unit in again:
+                refused(unit, self.replies)
+            self.pending = []
+        return pause
+
+    def result(self) -> list[Any]:
+        """The replies, and ``WAIT``'s: the fewest replicas any writing node confirmed."""
+        if self.wait is not None:
+            return [*self.replies, min(self._confirmed) if self._confirmed else 0]
+        return self.replies
+
+
 class ClusterLink:
     """A cluster's primaries, each through a ``Link`` of its own."""
 
@@ -242,47 +285,20 @@ class ClusterLink:
         on_reply: Callable[[int, Any], None] | None = None,
     ) -> list[Any]:
         """As ``Link.pipeline``, over the cluster's nodes (see the module's text)."""
-        listed = list(commands)
-        wait = listed.pop() if listed and str(listed[-1][0]).upper() == "WAIT" else None
+        trip = RoundTrip(self.slots, self._budget, commands, on_reply)
         if self.slots.stale:
             self.refresh()
-        replies: list[Any] = [None] * len(listed)
-        confirmed: list[int] = []
-        plan = RedirectPlan(self.slots, self._budget)
-        pending = units_of(listed)
-        while pending:
-            pending = self._pass(plan, pending, listed, wait, replies, confirmed, on_reply)
-            if pending:
-                pause = plan.pause()
-                if pause is None:  # the budget is spent: the refusals are the replies
-                    for unit in pending:
-                        refused(unit, replies)
-                    break
+        while trip.pending:
+            pause = trip.settle(self._exchange(trip.shares()))
+            if pause is not None:
                 time.sleep(pause)
-                self._mend(plan)
-        if wait is not None:
-            replies.append(min(confirmed) if confirmed else 0)
+                self._mend(trip.plan)
+        replies = trip.result()
         if raise_on_error:
             for reply in replies:
                 if isinstance(reply, Exception):
                     raise reply
         return replies
-
-    def _pass(
-        self,
-        plan: RedirectPlan,
-        pending: list[Unit],
-        commands: list[tuple[Any, ...]],
-        wait: tuple[Any, ...] | None,
-        replies: list[Any],
-        confirmed: list[int],
-        on_reply: Callable[[int, Any], None] | None,
-    ) -> list[Unit]:
-        """Send ``pending`` once; the units that must go again."""
-        again: list[Unit] = []
-        for node, units, node_replies in self._exchange(plan.route(pending), commands, wait):
-            again += settle(plan, node, units, node_replies, wait, replies, confirmed, on_reply)
-        return again
 
     def _mend(self, plan: RedirectPlan) -> None:
         """Before sending again: the slot map read anew, the library loaded where missing."""
@@ -293,17 +309,14 @@ class ClusterLink:
         plan.load_on.clear()
 
     def _exchange(
-        self,
-        groups: dict[Address, list[Unit]],
-        commands: list[tuple[Any, ...]],
-        wait: tuple[Any, ...] | None,
+        self, shares: list[tuple[Address, list[Unit], list[tuple[Any, ...]]]]
     ) -> list[tuple[Address, list[Unit], list[Any]]]:
         """Send each node its share, then read each node's replies."""
         sent: list[tuple[Address, list[Unit], Link, Sent]] = []
         try:
-            for node, units in groups.items():
+            for node, units, commands in shares:
                 link = self.node(node)[1]
-                sent.append((node, units, link, link.send(commands_of(units, commands, wait))))
+                sent.append((node, units, link, link.send(commands)))
             return [(node, units, link.collect(s)) for node, units, link, s in sent]
         except (redis.ConnectionError, redis.TimeoutError, OSError):
             self.slots.stale = True  # a primary may have failed: read the map again

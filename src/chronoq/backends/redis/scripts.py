@@ -18,7 +18,7 @@ from redis.exceptions import ResponseError
 
 from chronoq.backends.redis.steps import Pipeline, Steps
 
-__all__ = ["LIB_FILES", "SCRIPT_NAMES", "Scripts", "lib_source"]
+__all__ = ["LIB_FILES", "SCRIPT_NAMES", "Scripts", "lib_source", "not_loaded"]
 
 #: The shared part of the library, by concept, in this order: Lua locals are
 #: lexically scoped, so a file uses only what the files before it define (each
@@ -70,7 +70,8 @@ def _library() -> tuple[str, str]:
     return library, f"#!lua name={library}\n" + code.replace("'@_", f"'{library}_")
 
 
-def _not_loaded(reply: object) -> bool:
+def not_loaded(reply: object) -> bool:
+    """A reply saying that the node lacks chronoq's function library."""
     return isinstance(reply, ResponseError) and "Function not found" in str(reply)
 
 
@@ -112,7 +113,7 @@ class Scripts:
                 yield commands[-1]
 
         replies: list[Any] = yield Pipeline(sent(), each)
-        missing = [n for n, reply in enumerate(replies) if _not_loaded(reply)]
+        missing = [n for n, reply in enumerate(replies) if not_loaded(reply)]
         if missing:
             if wait is not None:
                 missing.append(len(commands) - 1)  # WAIT again, after them
