@@ -169,7 +169,6 @@ def test_driver_options_reach_redis_py(
         "shards=0",
         "shards=-1",
         "shards=two",
-        "shards=1025",  # at most 1,024
         "shards=",
         "events_max=0",
         "events_max=many",
@@ -182,6 +181,12 @@ def test_bad_option_is_invalid_input(query: str) -> None:
     # nothing listens there: the URL must be refused before any connection
     with pytest.raises(InvalidInput):
         chronoq.connect(f"redis://127.0.0.1:{free_port()}/0?{query}")
+
+
+def test_a_cluster_takes_at_most_1024_shards() -> None:
+    # a cluster's shard tags are searched one by one (keys.shard_tag); one server has no cap
+    with pytest.raises(InvalidInput, match="at most 1024"):
+        chronoq.connect(f"redis+cluster://127.0.0.1:{free_port()}?shards=1025")
 
 
 @pytest.mark.parametrize(

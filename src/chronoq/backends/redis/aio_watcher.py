@@ -63,7 +63,7 @@ class AsyncRedisWatcher(AsyncWatcher, TimerHolder):
                 if reply is None:  # a timeout later than ours, the server's or redis-py's
                     await conn.disconnect(nowait=True)  # which one left nothing unread?
                     return False
-                woken(self._keys, reply, self._on_wake)
+                woken(self._keys, self._on_wake)
                 return True
             except TimeoutError:
                 if not timer.expired():
@@ -73,7 +73,7 @@ class AsyncRedisWatcher(AsyncWatcher, TimerHolder):
             reply = await conn.read_response()
             if reply is None:
                 return False
-            woken(self._keys, reply, self._on_wake)
+            woken(self._keys, self._on_wake)
             return True
         except BaseException:
             # cancelled or cut: a BLPOP still pending must not go back to the pool

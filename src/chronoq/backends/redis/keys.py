@@ -15,9 +15,11 @@ names, so that no primary is favoured across topics.
 
 from __future__ import annotations
 
-from binascii import crc_hqx
 from functools import lru_cache
 
+from redis.crc import key_slot
+
+from chronoq.backends.redis.slotmap import SLOTS
 from chronoq.job import shard_of
 
 __all__ = [
@@ -31,7 +33,6 @@ __all__ = [
     "topics_key",
 ]
 
-SLOTS = 16384  # Redis Cluster's hash slots
 NEAR = 32  # slots: how close to its point a shard's tag must land (about 512 tries)
 
 #: the order of KEYS in every script (see lua/lib/1_keys.lua)
@@ -59,7 +60,7 @@ PARTS = (
 
 
 def _slot(tag: str) -> int:
-    return crc_hqx(tag.encode(), 0) % SLOTS  # as Redis Cluster hashes a tag
+    return int(key_slot(tag.encode()))  # a tag has no braces: its whole text is hashed
 
 
 @lru_cache(maxsize=65536)  # ~512 CRCs a spread tag: each process finds it once

@@ -93,7 +93,7 @@ def read_options(url: StoreURL, default_shards: int) -> RedisOptions:
         replicas=options.pop_int("replicas", 0),
         replica_timeout_ms=options.pop_int("replica_timeout_ms", 1000, minimum=1),
     )
-    if read.shards > MAX_SHARDS:  # a topic's shards are found one by one (keys.shard_tag)
+    if url.scheme in CLUSTER_SCHEMES and read.shards > MAX_SHARDS:  # tags: keys.shard_tag
         raise InvalidInput(f"store URL option shards={read.shards} must be at most {MAX_SHARDS}")
     chronoq_names = _CHRONOQ
     if url.scheme in CLUSTER_SCHEMES:

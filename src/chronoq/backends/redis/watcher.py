@@ -37,7 +37,7 @@ def blocking_pop(wake_keys: list[str], timeout: float) -> list[tuple[Any, ...]]:
     return [("CLIENT", "ID"), ("BLPOP", *wake_keys, f"{timeout + _BACKSTOP_S:.3f}")]
 
 
-def woken(keys: list[str], reply: Any, on_wake: Callable[[int], None] | None) -> None:
+def woken(keys: list[str], on_wake: Callable[[int], None] | None) -> None:
     """Tell ``on_wake`` that a BLPOP over the shards' wake lists popped a token.
     Every shard is marked, not only the one whose token it was: one BLPOP
     serves its lists in key order, so a token on a later shard can wait
@@ -76,7 +76,7 @@ class RedisWatcher(Watcher, TimerHolder):
     def _woken(self, reply: Any) -> bool:
         if reply is None:
             return False
-        woken(self._keys, reply, self._on_wake)
+        woken(self._keys, self._on_wake)
         return True
 
     def _wait(self, timeout: float) -> bool:
