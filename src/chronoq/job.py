@@ -20,6 +20,7 @@ from chronoq.states import EventKind, State
 __all__ = [
     "DEFAULT_MAX_PAYLOAD",
     "ID_PATTERN",
+    "NEW_ID_PATTERN",
     "TOPIC_PATTERN",
     "YEAR_10000",
     "Event",
@@ -41,6 +42,7 @@ __all__ = [
     "run_at_ms",
     "shard_of",
     "validate_id",
+    "validate_new_id",
     "validate_topic",
 ]
 
@@ -50,8 +52,12 @@ YEAR_10000 = 253_402_300_800  # epoch seconds: a run_at from there on is a unit 
 MAX_DURATION_S = 10 * 365 * 24 * 3600  # ten years: beyond that it is a unit mistake
 TOPIC_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}"
 ID_PATTERN = r"[!-~]{1,256}"  # printable ASCII, no whitespace
+# a new job's id: besides, not "." or "..", which no URL can carry as a path
+# segment (clients and browsers resolve them away)
+NEW_ID_PATTERN = r"(?!\.\.?$)" + ID_PATTERN
 _TOPIC_RE = re.compile(TOPIC_PATTERN)
 _ID_RE = re.compile(ID_PATTERN)
+_NEW_ID_RE = re.compile(NEW_ID_PATTERN)
 _BYTES_TAG = b"\x00"  # JSON text never starts with NUL, so one byte tells bytes apart
 _BINARY = (bytes, bytearray, memoryview)
 
@@ -255,12 +261,26 @@ def validate_topic(topic: object) -> str:
 
 
 def validate_id(job_id: object) -> str:
+    """An id to look a job up by: 1-256 printable ASCII characters, no spaces."""
     if not isinstance(job_id, str) or not _ID_RE.fullmatch(job_id):
         raise InvalidInput(
             f"invalid job id {job_id!r}: use 1-256 printable ASCII characters without "
             "spaces, or leave it out to get a generated one"
         )
     return job_id
+
+
+def validate_new_id(job_id: object) -> str:
+    """A new job's id: as ``validate_id``, and neither ``.`` nor ``..`` (no
+    URL can name them: jobs put before they were refused stay reachable)."""
+    if isinstance(job_id, str) and _NEW_ID_RE.fullmatch(job_id):
+        return job_id
+    if job_id in (".", ".."):
+        raise InvalidInput(
+            f"invalid job id {job_id!r}: '.' and '..' cannot be addressed in a URL; "
+            "use another id, or leave it out to get a generated one"
+        )
+    return validate_id(job_id)
 
 
 def _finite(value: int | float) -> bool:
@@ -361,7 +381,7 @@ def prepare_job(job: Job, max_payload: int, index: int | None = None) -> NewJob:
         if delay is not None and run_at is not None:
             raise InvalidInput("give delay or run_at, not both")
         # in the order of NewJob's fields, which is the order of the checks
-        new = new_id() if job_id is None else validate_id(job_id)
+        new = new_id() if job_id is None else validate_new_id(job_id)
         payload = encode_payload(job.payload, max_payload)
         delay_ms = 0 if delay is None else duration_ms(delay, "delay")
         at_ms = None if run_at is None else run_at_ms(run_at)

@@ -19,12 +19,15 @@ from typing import Any, TypeVar
 import httpx
 import uvicorn
 
+import chronoq
 from chronoq.server import ServerSettings, create_app
 from chronoq.server.app import ChronoqApp
+from chronoq.server.byid import BYID_TOPIC
+from chronoq.server.connections import ServerConfig
 
 from ..redis_server import free_port
 
-__all__ = ["LiveServer", "ServeProcess", "free_port", "start_server"]
+__all__ = ["LiveServer", "ServeProcess", "free_port", "index_entry", "index_size", "start_server"]
 
 T = TypeVar("T")
 
@@ -63,10 +66,11 @@ def start_server(
     store: str, settings: ServerSettings | None = None, *, port: int | None = None
 ) -> LiveServer:
     """A server on ``store``, on ``port`` (default: a free one)."""
+    settings = settings or ServerSettings()
     app = create_app(store, settings=settings)
     port = port or free_port()
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, loop="uvloop", http="httptools",
+    config = ServerConfig(
+        app, limits=settings.limits, host="127.0.0.1", port=port, loop="uvloop",
         log_level="warning", lifespan="on", timeout_graceful_shutdown=10,
     )  # fmt: skip
     server = _Server(config)
@@ -81,20 +85,41 @@ def start_server(
 
 
 class ServeProcess:
-    """``chronoq serve`` as a child process on a free port, on a SQLite store
-    in ``workdir``, with more options in ``args``; ``stop`` sends SIGTERM
-    (the way a server is stopped) and answers its exit code."""
+    """``chronoq serve`` as a child process on a free port, on ``store``
+    (default: a SQLite store in ``workdir``) given as ``given``: ``after``
+    serve (``serve --store URL``), ``before`` it (``chronoq --store URL
+    serve``) or in ``env`` (``CHRONOQ_STORE``); more options in ``args``;
+    run in ``cwd`` (default: the tests' own).
+    ``stop`` sends SIGTERM (the way a server is stopped) and answers its
+    exit code."""
 
-    def __init__(self, workdir: Path, *args: str, scheme: str = "http") -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *args: str,
+        scheme: str = "http",
+        store: str | None = None,
+        given: str = "after",
+        cwd: Path | None = None,
+    ) -> None:
         self.port = free_port()
         self.url = f"{scheme}://127.0.0.1:{self.port}"
         self.log = workdir / f"serve-{self.port}.log"
-        env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+        store = store or f"sqlite:///{workdir / 'serve.db'}"
+        drop = {"PROMETHEUS_MULTIPROC_DIR", "CHRONOQ_STORE"}
+        env = {k: v for k, v in os.environ.items() if k not in drop}
+        serve = ["serve", "--port", str(self.port), *args]
+        argv = {
+            "after": [*serve, "--store", store],
+            "before": ["--store", store, *serve],
+            "env": serve,
+        }[given]
+        if given == "env":
+            env["CHRONOQ_STORE"] = store
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "chronoq.cli.main", "serve", "--port", str(self.port),
-                 "--store", f"sqlite:///{workdir / 'serve.db'}", *args],
-                stdout=log, stderr=subprocess.STDOUT, env=env,
+                [sys.executable, "-m", "chronoq.cli.main", *argv],
+                stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd,
             )  # fmt: skip
         deadline = time.monotonic() + 30
         while True:
@@ -121,3 +146,17 @@ class ServeProcess:
 
 async def _awaited(call: Callable[[], Awaitable[T]]) -> T:
     return await call()
+
+
+def index_entry(store_url: str, job_id: str) -> Any:
+    """The payload of ``job_id``'s entry in the compat protocols' id index
+    (None: none), read from the store: the server keeps it out of the API."""
+    with chronoq.connect(store_url) as queue:
+        info = queue.get(BYID_TOPIC, job_id)
+    return None if info is None else info.payload
+
+
+def index_size(store_url: str) -> int:
+    """How many entries the id index holds, read from the store."""
+    with chronoq.connect(store_url) as queue:
+        return int(queue.stats(BYID_TOPIC)["total"])

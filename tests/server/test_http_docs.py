@@ -7,12 +7,14 @@ import json
 import re
 import subprocess
 import tomllib
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from chronoq.server import load_settings
+from chronoq.server.settings import Limits
 
 from .live import start_server
 
@@ -78,11 +80,16 @@ def test_the_examples_run(tmp_path: Path) -> None:
 def test_the_config_example_loads(tmp_path: Path) -> None:
     text = re.findall(r"```toml\n(.*?)```", PAGE.read_text(), re.S)
     assert len(text) == 1
-    tomllib.loads(text[0])
+    doc = tomllib.loads(text[0])
     config = tmp_path / "chronoq.toml"
     config.write_text(text[0], encoding="utf-8")
     settings = load_settings(config)
-    assert settings.auth.enabled and settings.limits.max_wait == 60
+    assert settings.auth.enabled
+    # it lists every limit with its default, and so does the table of limits
+    names = {f.name for f in fields(Limits)}
+    assert set(doc["limits"]) == names and settings.limits == Limits()
+    table = PAGE.read_text().split("## Limits and timeouts", 1)[1].split("\n## ", 1)[0]
+    assert set(re.findall(r"^\| `(\w+)` \|", table, re.M)) == names
 
 
 @pytest.mark.parametrize("name", ["compat.md", "dashboard.md", "clients.md"])

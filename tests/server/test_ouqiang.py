@@ -20,7 +20,7 @@ import redis
 
 from chronoq.server import Action, Auth, ServerSettings, Token, hash_token
 
-from .live import LiveServer
+from .live import LiveServer, index_entry, index_size
 
 DONE = {"code": 0, "message": "操作成功", "data": None}
 ADDED = {"code": 0, "message": "添加成功", "data": None}
@@ -286,7 +286,7 @@ def pop_failing_on_one_topic(
     nobody."""
     with httpx.Client(base_url=live.url, timeout=60) as http, ThreadPoolExecutor(1) as pool:
         popping = pool.submit(pop, http)
-        wait_until(lambda: live.app.polls.waiting >= 2, "the pop does not wait on both topics")
+        wait_until(lambda: live.app.polls.waiting >= 1, "the pop does not wait")
         break_reserve(store_url, "sick")
         with httpx.Client(base_url=live.url, timeout=30) as other:
             push(other, "sick", "s1", delay=1)
@@ -345,13 +345,13 @@ def test_ids_are_known_to_every_server_on_the_store(serve: Callable[..., LiveSer
         assert call(c, "/get", {"id": "s2"}) == DONE
 
 
-def test_a_push_of_an_existing_id_replaces_it(client: httpx.Client) -> None:
+def test_a_push_of_an_existing_id_replaces_it(client: httpx.Client, store_url: str) -> None:
     push(client, "t1", "x", delay=100, body="one")
     push(client, "t2", "x", delay=1, ttr=30, body="two")  # another topic, as ouqiang allows
     data = call(client, "/get", {"id": "x"})["data"]
     assert (data["topic"], data["body"], data["ttr"]) == ("t2", "two", 30)
     assert client.get("/v1/topics/t1/jobs/x").status_code == 404
-    assert client.get("/v1/topics/chronoq.byid/jobs/x").json()["payload"] == {"topic": "t2"}
+    assert index_entry(store_url, "x") == {"topic": "t2"}
     assert call(client, "/pop", {"topic": "t2"})["data"]["body"] == "two"
     again = call(client, "/push", {"topic": "t2", "id": "x", "delay": 1, "ttr": 5, "body": "3"})
     assert again["code"] == 1 and "reserved by a consumer" in again["message"]
@@ -370,12 +370,13 @@ def test_jobs_put_through_v1_pop_as_text(client: httpx.Client) -> None:
     ]
 
 
-def test_the_index_topic_and_the_metrics(client: httpx.Client) -> None:
+def test_the_index_topic_and_the_metrics(client: httpx.Client, store_url: str) -> None:
     push(client, "mx", "m1")
-    assert "chronoq.byid" in client.get("/v1/topics").json()["topics"]
+    assert index_entry(store_url, "m1") == {"topic": "mx"}
+    assert "chronoq.byid" not in client.get("/v1/topics").json()["topics"]  # not the API's
     call(client, "/pop", {"topic": "mx"})
     call(client, "/finish", {"id": "m1"})
-    assert client.get("/v1/topics/chronoq.byid/stats").json()["total"] == 0
+    assert index_size(store_url) == 0
     lines = client.get("/metrics").text.splitlines()
     for kind in ("put", "reserve", "delete"):
         counted = [
@@ -447,7 +448,8 @@ def test_a_push_may_not_replace_a_job_on_a_topic_outside_the_token(
         Token("orders", hash_token("s-orders"), ("orders.*",), frozenset(Action)),
         Token("billing", hash_token("s-billing"), ("billing.*",), frozenset(Action)),
         Token("both", hash_token("s-both"), ("orders.*", "billing.*"), frozenset(Action)),
-        Token("ops", hash_token("s-ops"), ("*",), frozenset({Action.READ})),
+        # a glob that names the server's own topics reads them ("*" alone does not)
+        Token("ops", hash_token("s-ops"), ("*", "chronoq.*"), frozenset({Action.READ})),
     ]
     live = serve(ServerSettings(auth=Auth(tokens)))
     orders, billing, both, ops = (

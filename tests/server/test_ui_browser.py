@@ -44,7 +44,7 @@ def _no_download(*args: object, **kwargs: object) -> Any:
     raise AssertionError("Selenium Manager was asked for a browser or a driver")
 
 
-def open_browser(width: int = 1400, height: int = 1000) -> WebDriver:
+def open_browser(width: int = 1400, height: int = 1000, *more: str) -> WebDriver:
     options = Options()
     options.binary_location = CHROMIUM
     for arg in (
@@ -54,14 +54,13 @@ def open_browser(width: int = 1400, height: int = 1000) -> WebDriver:
         "--disable-dev-shm-usage",
         "--disable-extensions",
         f"--window-size={width},{height}",
+        *more,
     ):
         options.add_argument(arg)
     return webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[WebDriver]:
-    """One browser for the module's tests."""
+def _browser(*more: str) -> Iterator[WebDriver]:
     missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not os.path.exists(path)]
     if missing:
         reason = f"{' and '.join(missing)} missing: apt-get install chromium chromium-driver"
@@ -71,11 +70,28 @@ def browser() -> Iterator[WebDriver]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SE_OFFLINE", "true")
         patch.setattr(SeleniumManager, "binary_paths", _no_download)
-        driver = open_browser()
+        driver = open_browser(1400, 1000, *more)
         try:
             yield driver
         finally:
             driver.quit()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    """One browser for the module's tests."""
+    yield from _browser()
+
+
+REBOUND = "127.evil.example"  # a name whose DNS an attacker points at 127.0.0.1
+
+
+@pytest.fixture
+def rebound_browser() -> Iterator[WebDriver]:
+    """A browser in which ``REBOUND`` resolves to 127.0.0.1, as DNS rebinding
+    makes it do: the page an attacker served from that name now talks to
+    this machine's loopback, as its own origin."""
+    yield from _browser(f"--host-resolver-rules=MAP {REBOUND} 127.0.0.1")
 
 
 def until(driver: WebDriver, condition: Callable[[WebDriver], Any], what: str) -> Any:
@@ -246,3 +262,30 @@ def screenshot(path: Path, seconds: float = 100) -> None:
 
 if __name__ == "__main__":
     screenshot(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/img/dashboard.png"), 100)
+
+
+def test_a_rebound_name_reads_and_changes_nothing(
+    rebound_browser: WebDriver, server: LiveServer, queue: chronoq.Queue
+) -> None:
+    """Issue 24: a page at http://127.evil.example:PORT/ read every topic and
+    a payload, and paused a topic, of a server without tokens."""
+    queue.put("orders", {"card": "4111"}, id="secret", delay=3600)
+    port = server.url.rsplit(":", 1)[1]
+    rebound_browser.get(f"http://{REBOUND}:{port}/ui/")
+    assert "foreign_host" in rebound_browser.page_source
+    assert "4111" not in rebound_browser.page_source
+    script = """
+        const done = arguments[arguments.length - 1];
+        const read = (path, init) => fetch(path, init).then(
+            async (r) => [r.status, await r.text()], (e) => [0, String(e)]);
+        Promise.all([
+            read("/v1/topics"),
+            read("/v1/topics/orders/jobs/secret"),
+            read("/v1/topics/orders/pause", {method: "POST"}),
+            read("/ui/topics/orders/pause", {method: "POST", headers: {"HX-Request": "true"}}),
+        ]).then(done);
+    """
+    answers = rebound_browser.execute_async_script(script)
+    for status, body in answers:
+        assert status == 403 and "foreign_host" in body, (status, body)
+    assert queue.stats("orders")["paused"] is False

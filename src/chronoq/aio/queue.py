@@ -14,7 +14,7 @@ from typing import Any
 
 from chronoq.aio.waiting import WAKE_EARLY_S, wait_for_jobs
 from chronoq.backends import StoreURL, open_backend
-from chronoq.backends.base import AsyncBackend, AsyncWatcher, ReserveResult
+from chronoq.backends.base import AsyncBackend, AsyncWatcher, ReserveResult, TopicsWatcher
 from chronoq.backends.threaded import asyncio_backend
 from chronoq.backoff import Backoff
 from chronoq.calls import (
@@ -218,6 +218,11 @@ class AsyncQueue:
     async def watch(self, topic: str) -> AsyncWatcher:
         """See ``Queue.watch``."""
         return await self.backend.watch(validate_topic(topic))
+
+    async def watch_topics(self, topics: Sequence[str]) -> TopicsWatcher:
+        """``watch`` of several topics that wait as one (backends/watchers.py):
+        each ``reserve_once`` takes ``of(topic)``. asyncio only (the server's pop)."""
+        return await self.backend.watch_topics([validate_topic(topic) for topic in topics])
 
     async def reserve_once(
         self,

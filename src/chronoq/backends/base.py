@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from chronoq.backends.watchers import AsyncWatcher, TopicsWatcher, watch_each
 from chronoq.backoff import Backoff
 from chronoq.job import (
     EventPage,
@@ -55,6 +56,7 @@ __all__ = [
     "Backend",
     "ReserveResult",
     "StoredSchedule",
+    "TopicsWatcher",
     "Watcher",
 ]
 
@@ -249,19 +251,6 @@ class Backend(ABC):
         return None
 
 
-class AsyncWatcher(ABC):
-    """Taken before a reserve attempt; ``wait`` returns as soon as anything
-    that could make a job available happened since, or after ``timeout``
-    seconds. It may be reused for many waits; cancelling a wait is safe."""
-
-    @abstractmethod
-    async def wait(self, timeout: float) -> bool:
-        """True when woken by a change, False on timeout."""
-
-    async def close(self) -> None:  # noqa: B027 - optional hook
-        """Release what the watcher holds."""
-
-
 class AsyncBackend(ABC):
     """The methods of ``Backend``, except reading in bulk, as coroutines: see
     ``Backend`` for what each does."""
@@ -282,6 +271,11 @@ class AsyncBackend(ABC):
 
     @abstractmethod
     async def watch(self, topic: str) -> AsyncWatcher: ...
+
+    async def watch_topics(self, topics: Sequence[str]) -> TopicsWatcher:
+        """One watcher of several topics that waits as one (watchers.py):
+        here each topic's own, side by side."""
+        return await watch_each(self.watch, topics)
 
     @abstractmethod
     async def ack_many(self, leases: Sequence[JobLease]) -> list[str]: ...

@@ -9,10 +9,20 @@ from urllib.parse import parse_qsl, urlsplit
 
 from chronoq.errors import InvalidInput
 
-__all__ = ["DEFAULT_URL", "ENV_VAR", "StoreURL"]
+__all__ = ["DEFAULT_URL", "ENV_VAR", "StoreURL", "redacted"]
 
 DEFAULT_URL = "sqlite:///chronoq.db"
 ENV_VAR = "CHRONOQ_STORE"
+
+
+def redacted(url: str) -> str:
+    """The URL without its query and without any password."""
+    base = url.split("?", 1)[0]
+    scheme, sep, rest = base.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    if not at or ":" not in userinfo:
+        return base
+    return f"{scheme}{sep}{userinfo.split(':', 1)[0]}:***@{host}"
 
 
 @dataclass(frozen=True)

@@ -8,20 +8,23 @@ import click
 from rich.console import Console
 from rich.text import Text
 
-from chronoq.cli.app import EXIT_BAD_INPUT, STORE_HELP
+from chronoq.backends.url import StoreURL, redacted
+from chronoq.cli.app import EXIT_BAD_INPUT, STORE_HELP, App, pass_app
 
 __all__ = ["serve", "token"]
 
 _ACTIONS = ("put", "reserve", "read", "admin")
 
 
-def _banner(console: Console, host: str, port: int, root: str, tls: bool) -> None:
+def _banner(console: Console, store: str, host: str, port: int, root: str, tls: bool) -> None:
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     base = f"{'https' if tls else 'http'}://{shown}:{port}{root.rstrip('/')}"
     console.print(
-        Text.assemble(("chronoq serve", "bold"), f"  API  {base}/v1   docs {base}/openapi.json"),
+        Text.assemble(("chronoq serve", "bold"), f"  store {redacted(store)}"),
         soft_wrap=True,
+        highlight=False,
     )
+    console.print(f"API  {base}/v1   docs {base}/openapi.json", soft_wrap=True)
     console.print(f"dashboard  {base}/ui/      metrics {base}/metrics", soft_wrap=True)
     console.print(
         f"try:  curl -s -X POST {base}/v1/topics/hello/jobs -H 'content-type: application/json' "
@@ -37,7 +40,7 @@ def _banner(console: Console, host: str, port: int, root: str, tls: bool) -> Non
 
 
 @click.command()
-@click.option("--store", metavar="URL", envvar="CHRONOQ_STORE", help=STORE_HELP)
+@click.option("--store", metavar="URL", help=STORE_HELP)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
     "--port",
@@ -77,7 +80,9 @@ def _banner(console: Console, host: str, port: int, root: str, tls: bool) -> Non
 @click.option("--ssl-keyfile-password", default=None, help="TLS: the key's password.")
 @click.option("--ssl-ca-certs", type=click.Path(exists=True, dir_okay=False), default=None,
               help="TLS: CA certificates to verify clients with.")  # fmt: skip
+@pass_app
 def serve(
+    app: App,
     store: str | None,
     host: str,
     port: int,
@@ -114,12 +119,15 @@ def serve(
         }.items()
         if value is not None
     }
+    # one store option for every command: after `serve`, before it, or
+    # $CHRONOQ_STORE (which the group's option reads), else the default
+    url = StoreURL.parse(store or app.store).raw
     options = ServeOptions(
-        store, host, port, config, workers, root_path, insecure, pop_wait, access_log, ssl=ssl
+        url, host, port, config, workers, root_path, insecure, pop_wait, access_log, ssl=ssl
     )
     settings = options.settings()
     check_exposure(options, settings)  # a bad config or host: exit 2 before binding
-    _banner(Console(stderr=True), host, port, root_path, bool(ssl_certfile))
+    _banner(Console(stderr=True), url, host, port, root_path, bool(ssl_certfile))
     run(options, settings)
 
 

@@ -77,7 +77,7 @@ def create_app(
             await q.stats(_HEALTH_TOPIC)
         except Exception as exc:  # any failure to read means unhealthy
             raise ApiError(503, "store_unavailable", f"the store is unavailable: {exc}") from None
-        return Reply(200, Health(True, q.url))
+        return Reply(200, Health(True, settings.shown_store(q.url)))
 
     async def openapi(call: Call) -> Reply:
         return Reply(200, document)

@@ -5,7 +5,11 @@ goes to the log, never to the client."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import ipaddress
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -15,9 +19,10 @@ import msgspec
 
 from chronoq.errors import ChronoqError
 from chronoq.job import validate_id, validate_topic
+from chronoq.server.auth import Action, allowed, internal_topic, is_internal
 from chronoq.server.problems import ApiError, from_chronoq, invalid_body
 from chronoq.server.routing import Call, Reply, Route, Router, query_of
-from chronoq.server.settings import ServerSettings
+from chronoq.server.settings import Limits, ServerSettings
 from chronoq.server.wire import ENCODER
 
 __all__ = ["ASGIApp", "Observer", "Receive", "Scope", "Send", "Service", "header", "route_path"]
@@ -32,19 +37,53 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 Observer = Callable[[str, int, float], None]  # route template, status, seconds
 
 _JSON = b"application/json"
-INTERNAL_PREFIX = "chronoq."  # topics the server keeps for itself (chronoq.byid)
-_LOOPBACK_NAMES = {"localhost", "::1"}
-_LOCAL_HOSTS = (b"127.0.0.1:", b"localhost:")  # the usual Host values, known good at once
+_SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+# a Host header: a name or IPv4 address, or an IPv6 address in brackets; a port
+_HOST = re.compile(r"(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+))(?::[0-9]{1,5})?")
+
+
+@functools.lru_cache(maxsize=256)  # a server sees a handful of Host values
+def loopback_host(host: bytes) -> bool:
+    """Whether a Host header names this machine by a loopback name: the name
+    ``localhost``, or a literal loopback address as ``ipaddress`` reads it
+    (127.0.0.0/8, ``[::1]``), with or without a port. A name that only
+    starts like one (``127.evil.example``, ``localhost.evil.example``) is
+    another machine's, whatever DNS says of it now: that is DNS rebinding."""
+    shape = _HOST.fullmatch(host.decode("latin-1"))
+    if shape is None:
+        return False
+    v6, name = shape.groups()
+    if name is not None and name.lower() == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(v6 or name)
+    except ValueError:
+        return False
+    return address.is_loopback and (v6 is not None) == (address.version == 6)
 
 
 class _HungUp(Exception):
     """The client hung up before its request was read: nobody to answer."""
 
 
-async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
+async def _read_body(scope: Scope, receive: Receive, limits: Limits) -> bytes:
+    limit = limits.max_body
     for name, value in scope["headers"]:
         if name == b"content-length" and value.isdigit() and int(value) > limit:
             raise ApiError(413, "too_large", f"the body is over {limit} bytes: send less at once")
+    try:
+        async with asyncio.timeout(limits.body_timeout):
+            return await _body(receive, limit)
+    except TimeoutError:
+        raise ApiError(
+            408, "timeout", f"the request's body did not arrive within {limits.body_timeout:g} s "
+            "(limits.body_timeout): the connection is closed", close=True,
+        ) from None  # fmt: skip
+
+
+async def _body(receive: Receive, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -152,13 +191,14 @@ class App:
 
     def _foreign(self, scope: Scope) -> ApiError | None:
         """Without tokens, a request that a web page made a browser send:
-        another site (Origin, Sec-Fetch-Site), or a foreign name for this
-        loopback server (DNS rebinding). Clients that are not browsers send
-        neither header, and a Host of this machine."""
+        another site (Origin, Sec-Fetch-Site; Referer on a request that
+        changes something, for browsers and proxies that send no Origin), or
+        a foreign name for this loopback server (DNS rebinding). Clients
+        that are not browsers send none of these, and a Host of this machine."""
         settings = self.service.settings
         if settings.auth.enabled:
             return None
-        site = origin = None
+        site = origin = referer = None
         host = b""
         for name, value in scope["headers"]:  # one pass: this runs on every request
             if name == b"host":
@@ -167,6 +207,10 @@ class App:
                 origin = value
             elif name == b"sec-fetch-site":
                 site = value
+            elif name == b"referer":
+                referer = value
+        if origin is None and referer is not None and scope["method"] not in _SAFE_METHODS:
+            origin = referer  # its site is what matters: scheme and host:port
         if site in (b"cross-site", b"same-site") or (
             origin is not None and urlsplit(origin.decode("latin-1")).netloc.encode() != host
         ):
@@ -174,13 +218,13 @@ class App:
                 403, "cross_origin", "a request from another web site: without tokens this "
                 "server answers only its own pages and clients that are not browsers",
             )  # fmt: skip
-        if settings.local_only and not host.startswith(_LOCAL_HOSTS):
-            name = urlsplit("//" + host.decode("latin-1")).hostname or ""
-            if not (name in _LOOPBACK_NAMES or name.startswith("127.")):
-                return ApiError(
-                    403, "foreign_host", f"this server has no tokens and answers only on "
-                    f"loopback names, not {name!r}: use 127.0.0.1, or give it tokens",
-                )  # fmt: skip
+        if settings.local_only and not loopback_host(host):
+            shown = host.decode("latin-1")[:100]
+            return ApiError(
+                403, "foreign_host", f"this server has no tokens and answers only on "
+                f"loopback names (localhost, 127.0.0.1, [::1]), not {shown!r}: use "
+                "127.0.0.1, or give it tokens",
+            )  # fmt: skip
         return None
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -242,23 +286,27 @@ class App:
         settings = self.service.settings
         # the names in the path are checked before anything else is (the
         # queue would check them too, but not on every path: an empty batch)
-        if "topic" in params:
-            validate_topic(params["topic"])
-            if params["topic"].startswith(INTERNAL_PREFIX) and scope["method"] != "GET":
-                raise ApiError(
-                    403, "internal_topic", f"topics named {INTERNAL_PREFIX}* are the server's "
-                    "own (the compat protocols' id index): read them, do not write them",
-                )  # fmt: skip
+        topic = params.get("topic")
+        if topic is not None:
+            validate_topic(topic)
         if "id" in params:
             validate_id(params["id"])
         token = None
         if route.action is not None and settings.auth.enabled:
             token = settings.auth.identify(header(scope, b"authorization"))
-            if not route.checks_in_handler:
-                settings.auth.check(token, route.action, params.get("topic"))
+        # the server's own topics, whatever the route: read by a token that
+        # names them, written by nobody
+        if (
+            topic is not None
+            and is_internal(topic)
+            and (scope["method"] != "GET" or not allowed(token, Action.READ, topic))
+        ):
+            raise internal_topic(topic)
+        if token is not None and route.action is not None and not route.checks_in_handler:
+            settings.auth.check(token, route.action, topic)
         raw = b""
         if scope["method"] in ("POST", "PUT", "PATCH", "DELETE"):
-            raw = await _read_body(scope, receive, settings.limits.max_body)
+            raw = await _read_body(scope, receive, settings.limits)
         body = None
         if route.body is not None and not route.raw_body:
             body = self._decode(route, raw)

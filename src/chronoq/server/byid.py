@@ -37,12 +37,21 @@ from chronoq.job import (
     validate_id,
     validate_topic,
 )
-from chronoq.server.auth import Action, Token
+from chronoq.server.auth import INTERNAL_PREFIX, Action, Token, is_internal
 from chronoq.server.longpoll import LongPolls
 from chronoq.server.metrics import Metrics
 from chronoq.server.problems import ApiError
 
-__all__ = ["BYID_TOPIC", "MAX_ATTEMPTS", "MAX_DELAY_S", "Entry", "IdJobs", "Refused", "trim"]
+__all__ = [
+    "BYID_TOPIC",
+    "MAX_ATTEMPTS",
+    "MAX_DELAY_S",
+    "Entry",
+    "IdJobs",
+    "Refused",
+    "check_not_internal",
+    "trim",
+]
 
 log = logging.getLogger("chronoq")
 
@@ -74,6 +83,17 @@ class Refused(Exception):
     its own envelope (code 1, success false) with this message."""
 
 
+def check_not_internal(topic: str) -> str:
+    """Refuses one of the server's own topics (``chronoq.*``) to every
+    command of the compatibility protocols, as the /v1 API does."""
+    if is_internal(topic):
+        raise Refused(
+            f"topic {topic!r} is chronoq's own ({INTERNAL_PREFIX}*: {BYID_TOPIC} is its index "
+            "of job ids): use another topic"
+        )
+    return topic
+
+
 @dataclass(frozen=True)
 class Entry:
     """What the index says of an id: the topic of its latest push, and other
@@ -101,20 +121,17 @@ def _entry(payload: Any) -> Entry | None:
     if not isinstance(stale, list):
         return None
     try:  # written by push; a store from before the /v1 API refused the topic may hold anything
-        return Entry(validate_topic(topic), tuple(validate_topic(t) for t in stale))
+        topics = [validate_topic(t) for t in (topic, *stale)]
     except InvalidInput:
         return None
+    if any(map(is_internal, topics)):  # pushed before they were refused: not the API's
+        return None
+    return Entry.of(topics)
 
 
 async def _relay(source: asyncio.Event, target: asyncio.Event) -> None:
     await source.wait()
     target.set()
-
-
-def _leased(wait: asyncio.Task[list[Reservation]]) -> list[Reservation]:
-    if wait.cancelled() or wait.exception() is not None:
-        return []
-    return wait.result()
 
 
 class IdJobs:
@@ -201,8 +218,7 @@ class IdJobs:
     # -- the operations ---------------------------------------------------------------
 
     def _job(self, topic: str, job_id: str, payload: Any, delay: float, ttr: float) -> Job:
-        if topic == BYID_TOPIC:
-            raise Refused(f"topic {BYID_TOPIC} is chronoq's index of job ids: use another topic")
+        check_not_internal(topic)
         if not 0 <= delay <= MAX_DELAY_S:  # NaN too
             raise Refused(f"delay must be from 0 to {MAX_DELAY_S} seconds, got {delay!r}")
         # ouqiang's longest delay is past chronoq's ten-year cap on a delay; a
@@ -353,53 +369,16 @@ class IdJobs:
         hung_up: asyncio.Event | None,
         stop: asyncio.Event,
     ) -> Reservation | None:
-        if len(topics) > 1:  # in the order given first, as ouqiang's BLPOP looks
-            for topic in topics:
-                if stop.is_set():
-                    return None
-                jobs = (await self.q.reserve_once(topic, 1)).jobs
-                if jobs:
-                    return await self._hand_over(jobs, hung_up)
-            if wait <= 0:
-                return None
-        return await self._hand_over(await self._race(topics, wait, stop), hung_up)
-
-    async def _race(
-        self, topics: Sequence[str], wait: float, stop: asyncio.Event
-    ) -> list[Reservation]:
-        """Wait on every topic at once until one leases a job or fails, or all
-        end; then stop the others and wait for them to end too. The jobs
-        leased, in the order of ``topics``; a failure is raised once every job
-        is given back. The waits are stopped through ``stop``, not cancelled:
-        a stopped LongPolls.reserve gives back what its topic leases for it,
-        where a cancel landing after the lease would lose the job."""
-        waits = [
-            asyncio.ensure_future(self.polls.reserve(topic, 1, None, wait, stop))
-            for topic in topics
-        ]
-        try:
-            pending: set[asyncio.Task[list[Reservation]]] = set(waits)
-            while pending and not stop.is_set():
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                if any(w.cancelled() or w.exception() is not None or w.result() for w in done):
-                    break
-        finally:
-            stop.set()
-            if waits:
-                await asyncio.wait(waits)  # each ends at once, stopped
-        jobs = [job for w in waits for job in _leased(w)]
-        for w in waits:
-            error = None if w.cancelled() else w.exception()
-            if error is not None:
-                await self.polls.give_back(jobs)
-                raise error
-        return jobs
+        # in the order given, as ouqiang's BLPOP looks; stopped through
+        # ``stop``, not cancelled: a stopped LongPolls.reserve gives back what
+        # it leases meanwhile, where a cancel landing after the lease would lose it
+        jobs = await self.polls.reserve(tuple(topics), 1, None, wait, stop)
+        return await self._hand_over(jobs, hung_up)
 
     async def _hand_over(
         self, jobs: list[Reservation], hung_up: asyncio.Event | None
     ) -> Reservation | None:
-        """The first job, if anyone is there to take it; the others, leased
-        by a race between topics, go back at once."""
+        """The job, if anyone is there to take it; else it goes back at once."""
         keep = jobs[:1] if hung_up is None or not hung_up.is_set() else []
         if len(jobs) > len(keep):
             await self.polls.give_back(jobs[len(keep) :])

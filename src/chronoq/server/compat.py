@@ -22,5 +22,5 @@ def compat_routes(
 ) -> list[Route]:
     jobs = IdJobs(queue, polls, metrics)
     return youzan_routes(jobs, settings.auth, settings.limits) + ouqiang_routes(
-        jobs, settings.auth, settings.limits.pop_wait
+        jobs, settings.auth, settings.limits
     )

@@ -2,7 +2,13 @@
 topic in this process wait behind one watcher (on Redis, one blocked
 connection over the topic's shards), and one task reserves for them in the
 order they came, so a thousand idle long polls cost one connection and no
-CPU, and a job that becomes due is reserved once, for the first in line."""
+CPU, and a job that becomes due is reserved once, for the first in line.
+
+A request on several topics (the compatibility protocols' pop) waits the
+same way, behind one watcher of its topics (``watch_topics``: on Redis, one
+BLPOP over all their wake lists), shared with the requests on the same
+topics; each attempt tries the topics in the order given. Its watcher, and
+the connection it blocks, are released when its last request ends."""
 
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chronoq.aio import AsyncQueue
-from chronoq.backends.base import AsyncWatcher, ReserveResult
+from chronoq.backends.base import ReserveResult, TopicsWatcher
 from chronoq.calls import MAX_COUNT
 from chronoq.errors import ChronoqError
 from chronoq.job import Reservation
@@ -39,11 +45,11 @@ class _Waiter:
 
 
 class _Hub:
-    """The waiters of one topic, and the task that reserves for them."""
+    """The waiters of some topics, and the task that reserves for them."""
 
-    def __init__(self, polls: LongPolls, topic: str) -> None:
+    def __init__(self, polls: LongPolls, topics: tuple[str, ...]) -> None:
         self.polls = polls
-        self.topic = topic
+        self.topics = topics
         self.waiters: deque[_Waiter] = deque()
         self.task: asyncio.Task[None] | None = None
 
@@ -53,9 +59,9 @@ class _Hub:
         return self.waiters[0] if self.waiters else None
 
     async def run(self) -> None:
-        watcher: AsyncWatcher | None = None
+        watcher: TopicsWatcher | None = None
         try:
-            watcher = await self.polls.queue.watch(self.topic)
+            watcher = await self.polls.queue.watch_topics(self.topics)
             while self._head() is not None and not self.polls.closing.is_set():
                 result = await self._serve(watcher)
                 if result is None:
@@ -69,12 +75,11 @@ class _Hub:
                 with contextlib.suppress(ChronoqError):
                     await watcher.close()  # hands on a due-time wake-up it holds
 
-    async def _serve(self, watcher: AsyncWatcher) -> ReserveResult | None:
+    async def _serve(self, watcher: TopicsWatcher) -> ReserveResult | None:
         """Reserve for the waiters in turn until an attempt leases nothing
         (returned, for its next wake-up time); None when no one is waiting."""
-        queue = self.polls.queue
         while (head := self._head()) is not None:
-            result = await queue.reserve_once(self.topic, head.count, ttr=head.ttr, watcher=watcher)
+            result = await self._reserve(head, watcher)
             if not result.jobs:
                 return result
             if head.jobs.done():  # gave up while the call ran: the jobs go back
@@ -84,7 +89,24 @@ class _Hub:
                 self.waiters.popleft()
         return None
 
-    async def _wait(self, watcher: AsyncWatcher, result: ReserveResult) -> None:
+    async def _reserve(self, head: _Waiter, watcher: TopicsWatcher) -> ReserveResult:
+        """The jobs of the first topic, in order, that has some for ``head``;
+        else when the soonest of them may have some."""
+        queue, loop = self.polls.queue, asyncio.get_running_loop()
+        soonest: float | None = None  # loop.time()
+        for topic in self.topics:
+            result = await queue.reserve_once(
+                topic, head.count, ttr=head.ttr, watcher=watcher.of(topic)
+            )
+            if result.jobs or len(self.topics) == 1:
+                return result
+            if result.wake_in_ms is not None:
+                at = loop.time() + result.wake_in_ms / 1000
+                soonest = at if soonest is None else min(soonest, at)
+        wake = None if soonest is None else max(soonest - loop.time(), 0.0) * 1000
+        return ReserveResult([], wake)
+
+    async def _wait(self, watcher: TopicsWatcher, result: ReserveResult) -> None:
         loop = asyncio.get_running_loop()
         last = max((w.deadline for w in self.waiters), default=loop.time())
         limit = min(max(last - loop.time(), 0.001), _MAX_WAIT_S)
@@ -114,7 +136,7 @@ class LongPolls:
     def __init__(self, queue: AsyncQueue) -> None:
         self.queue = queue
         self.closing = asyncio.Event()
-        self._hubs: dict[str, _Hub] = {}
+        self._hubs: dict[tuple[str, ...], _Hub] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         # first attempts that meet at the store go as one reserve (batching.py)
         self._first: Coalescer[tuple[str, float | None], int, list[Reservation]] = Coalescer(
@@ -146,20 +168,24 @@ class LongPolls:
 
     async def reserve(
         self,
-        topic: str,
+        topics: tuple[str, ...],
         count: int,
         ttr: float | None,
         wait: float,
         hung_up: asyncio.Event | None = None,
     ) -> list[Reservation]:
-        """Up to ``count`` jobs, waiting up to ``wait`` seconds for the first;
-        [] when the wait ends, the client hangs up or the server stops."""
-        jobs = await self._first.call((topic, ttr), count)
-        if jobs or wait <= 0 or self.closing.is_set():
-            return jobs
+        """Up to ``count`` jobs of the first of ``topics`` that has some,
+        waiting up to ``wait`` seconds for the first; [] when the wait ends,
+        the client hangs up or the server stops."""
+        for topic in topics:
+            jobs = await self._first.call((topic, ttr), count)
+            if jobs:
+                return jobs
+        if wait <= 0 or self.closing.is_set():
+            return []
         loop = asyncio.get_running_loop()
         waiter = _Waiter(count, ttr, loop.time() + wait)
-        self._join(topic, waiter)
+        self._join(topics, waiter)
         stops: list[asyncio.Future[Any]] = [asyncio.ensure_future(self.closing.wait())]
         if hung_up is not None:
             stops.append(asyncio.ensure_future(hung_up.wait()))
@@ -174,19 +200,19 @@ class LongPolls:
                 waiter.jobs.cancel()  # the hub gives back what it leases for it now
         return [] if waiter.jobs.cancelled() else waiter.jobs.result()
 
-    def _join(self, topic: str, waiter: _Waiter) -> None:
-        hub = self._hubs.get(topic)
+    def _join(self, topics: tuple[str, ...], waiter: _Waiter) -> None:
+        hub = self._hubs.get(topics)
         if hub is None:
-            hub = self._hubs[topic] = _Hub(self, topic)
+            hub = self._hubs[topics] = _Hub(self, topics)
         hub.waiters.append(waiter)
         if hub.task is None:
             hub.task = self._spawn(hub.run())
 
     def hub_done(self, hub: _Hub) -> None:
-        if self._hubs.get(hub.topic) is hub:
-            del self._hubs[hub.topic]
+        if self._hubs.get(hub.topics) is hub:
+            del self._hubs[hub.topics]
         if hub.waiters and not self.closing.is_set():  # joined after its last turn
-            self._hubs[hub.topic] = hub
+            self._hubs[hub.topics] = hub
             hub.task = self._spawn(hub.run())
 
     async def give_back(self, jobs: list[Reservation]) -> None:

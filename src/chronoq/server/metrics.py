@@ -23,6 +23,7 @@ from prometheus_client.registry import Collector
 
 from chronoq.aio import AsyncQueue
 from chronoq.job import Reservation
+from chronoq.server.auth import is_internal
 
 __all__ = ["CONTENT_TYPE", "Metrics"]
 
@@ -102,7 +103,8 @@ class Metrics:
             lag.observe(max(started - job.due_at, 0) / 1000)
 
     async def render(self, queue: AsyncQueue) -> bytes:
-        topics = (await queue.topics())[:_MAX_TOPICS]
+        # the server's own topics (chronoq.*) are not part of the API
+        topics = [topic for topic in await queue.topics() if not is_internal(topic)][:_MAX_TOPICS]
         calls = asyncio.Semaphore(_STATS_AT_ONCE)  # a scrape must not open a connection per topic
 
         async def stats_of(topic: str) -> dict[str, Any]:

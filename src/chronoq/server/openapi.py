@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from chronoq.job import ID_PATTERN, TOPIC_PATTERN, YEAR_10000
+from chronoq.job import ID_PATTERN, NEW_ID_PATTERN, TOPIC_PATTERN, YEAR_10000
 from chronoq.server.routing import Route
 from chronoq.server.settings import Limits
 
@@ -16,6 +16,7 @@ __all__ = ["openapi_document"]
 
 _REF = "#/components/schemas/{name}"
 ID_RULE = f"^{ID_PATTERN}$"
+NEW_ID_RULE = f"^{NEW_ID_PATTERN}$"  # a put's id: not "." or ".."
 
 
 def _path_params(route: Route) -> list[dict[str, Any]]:
@@ -72,8 +73,9 @@ def _rules(components: dict[str, Any], limits: Limits) -> None:
     def props(name: str) -> dict[str, Any]:
         return components[name]["properties"]  # type: ignore[no-any-return]
 
-    for name in ("JobSpec", "PutJob", "LeaseRefBody"):
-        props(name)["id"] = _nullable(props(name)["id"], {"pattern": ID_RULE})
+    for name in ("JobSpec", "PutJob"):
+        props(name)["id"] = _nullable(props(name)["id"], {"pattern": NEW_ID_RULE})
+    props("LeaseRefBody")["id"] = _nullable(props("LeaseRefBody")["id"], {"pattern": ID_RULE})
     for name in ("JobSpec", "PutJob", "RescheduleBody"):
         props(name)["run_at"] = _nullable(
             props(name)["run_at"], {"minimum": 0, "exclusiveMaximum": YEAR_10000}

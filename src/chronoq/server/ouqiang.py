@@ -18,15 +18,11 @@ from msgspec import Struct
 
 from chronoq.errors import ChronoqError
 from chronoq.server.auth import Action, Auth
-from chronoq.server.byid import (
-    Entry,
-    IdJobs,
-    Refused,
-    trim,
-)
+from chronoq.server.byid import Entry, IdJobs, Refused, check_not_internal, trim
 from chronoq.server.problems import ApiError
 from chronoq.server.protocols import check_topics, refusal_text, split_topics
 from chronoq.server.routing import Call, Reply, Route
+from chronoq.server.settings import Limits
 
 __all__ = ["body_text", "ouqiang_routes"]
 
@@ -147,15 +143,11 @@ def _failed(message: str) -> Reply:
     return Reply(200, OuqiangAnswer(1, message))
 
 
-def _topics(text: str) -> list[str]:
-    return check_topics(split_topics(text))
-
-
 class Ouqiang:
-    def __init__(self, jobs: IdJobs, auth: Auth, pop_wait: float) -> None:
+    def __init__(self, jobs: IdJobs, auth: Auth, limits: Limits) -> None:
         self.jobs = jobs
         self.auth = auth
-        self.pop_wait = pop_wait
+        self.limits = limits
 
     async def push(self, call: Call) -> Reply:
         fields = _fields(call.raw_body)
@@ -169,7 +161,7 @@ class Ouqiang:
             return _failed(BAD_DELAY)
         if not 0 < ttr <= _MAX_TTR:
             return _failed(BAD_TTR)
-        self.auth.check(call.token, Action.PUT, topic)
+        self.auth.check(call.token, Action.PUT, check_not_internal(topic))
         await self.jobs.push(topic, job_id, body, delay=delay, ttr=ttr, token=call.token)
         return Reply(200, OuqiangAnswer(0, ADDED))
 
@@ -177,12 +169,12 @@ class Ouqiang:
         topic = _text(_fields(call.raw_body), "topic")
         if not topic:
             return _failed(NO_TOPIC_POP)
-        topics = _topics(topic)
+        topics = check_topics(split_topics(topic), self.limits.max_pop_topics)
         if not topics:
             return _failed(NO_TOPIC_POP)
         for name in topics:
             self.auth.check(call.token, Action.RESERVE, name)
-        job = await self.jobs.pop(topics, self.pop_wait, call.hung_up)
+        job = await self.jobs.pop(topics, self.limits.pop_wait, call.hung_up)
         if job is None:
             return Reply(200, OuqiangPopAnswer(0, DONE, None))
         data = OuqiangPopData(job.id, body_text(job.payload))
@@ -238,8 +230,8 @@ def _guarded(handler: Callable[[Call], Awaitable[Reply]]) -> Callable[[Call], Aw
     return guarded
 
 
-def ouqiang_routes(jobs: IdJobs, auth: Auth, pop_wait: float) -> list[Route]:
-    api = Ouqiang(jobs, auth, pop_wait)
+def ouqiang_routes(jobs: IdJobs, auth: Auth, limits: Limits) -> list[Route]:
+    api = Ouqiang(jobs, auth, limits)
     # a refusal keeps its status (401, 403, 413, 503) in ouqiang's envelope,
     # so a client that reads only ``code`` still sees code 1
     errors = {401: OuqiangAnswer, 403: OuqiangAnswer}

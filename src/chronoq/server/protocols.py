@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from chronoq.errors import ChronoqError, InvalidInput
 from chronoq.job import validate_topic
-from chronoq.server.byid import BYID_TOPIC, Refused, trim
+from chronoq.server.byid import Refused, check_not_internal, trim
 from chronoq.server.problems import from_chronoq
 
 __all__ = ["check_topics", "refusal_text", "split_topics"]
@@ -17,12 +17,17 @@ def split_topics(text: str) -> list[str]:
     return list(dict.fromkeys(part for part in map(trim, text.split(",")) if part))
 
 
-def check_topics(topics: list[str]) -> list[str]:
-    """Refuses a bad topic name, and the index's own topic, for a pop."""
+def check_topics(topics: list[str], most: int) -> list[str]:
+    """Refuses a pop on more than ``most`` topics (each one is waited on),
+    a bad topic name, and the server's own topics."""
+    if len(topics) > most:
+        raise Refused(
+            f"a pop waits on at most {most} topics (this server's limits.max_pop_topics), "
+            f"got {len(topics)}: pop on fewer at once"
+        )
     for topic in topics:
         validate_topic(topic)
-        if topic == BYID_TOPIC:
-            raise Refused(f"topic {BYID_TOPIC} is chronoq's index of job ids: it has no jobs")
+        check_not_internal(topic)
     return topics
 
 

@@ -6,15 +6,17 @@ finishes the requests in flight and stops."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import json
 import logging
 import os
+import resource
 import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import asdict, dataclass, field, replace
 from types import FrameType
 from typing import Any
@@ -23,14 +25,16 @@ import uvicorn
 from uvicorn.supervisors import Multiprocess
 
 from chronoq.server.app import ChronoqApp, create_app
+from chronoq.server.connections import ServerConfig
 from chronoq.server.settings import ConfigError, ServerSettings, load_settings
 
-__all__ = ["ServeOptions", "app_from_env", "check_exposure", "run"]
+__all__ = ["ServeOptions", "Server", "app_from_env", "check_exposure", "run"]
 
 log = logging.getLogger("chronoq")
 
 _ENV = "CHRONOQ_SERVE_OPTIONS"  # how the options reach each worker process
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_SPARE_FILES = 256  # descriptors beyond the connections: the store's, logs, a SQLite file
 
 
 @dataclass
@@ -98,6 +102,40 @@ def _drain_on_signals(app: ChronoqApp) -> Callable[[], Any]:
     return install
 
 
+class Server(uvicorn.Server):
+    """uvicorn's server, which ends a stop on SIGTERM with exit status 0."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        with super().capture_signals():
+            yield
+            # uvicorn raises a signal it stopped on again once it has stopped,
+            # so a drained, clean stop on SIGTERM would end with status 143:
+            # supervisors and scripts would report a failure
+            self._captured_signals = [
+                sig for sig in self._captured_signals if sig != signal.SIGTERM
+            ]
+
+
+def _room_for(connections: int) -> None:
+    """Raise this process's limit on open files to hold ``connections`` (and
+    the store's, and the files it reads), up to the hard limit; say so when
+    it cannot, rather than fail to accept at the 1,025th connection."""
+    wanted = connections + _SPARE_FILES
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        log.warning(
+            "this process may open %d files, fewer than limits.max_connections (%d) and %d "
+            "more need: raise `ulimit -n`, or lower max_connections",
+            soft, connections, _SPARE_FILES,
+        )  # fmt: skip
+
+
 def app_from_env() -> ChronoqApp:
     """The app of one worker process, from the options ``run`` left in the
     environment (uvicorn's factory)."""
@@ -118,26 +156,27 @@ def run(options: ServeOptions, settings: ServerSettings | None = None) -> None:
     if options.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         metrics_dir = tempfile.mkdtemp(prefix="chronoq-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
-    config = uvicorn.Config(
+    config = ServerConfig(
         "chronoq.server.serving:app_from_env",
+        limits=settings.limits,
         factory=True,
         host=options.host,
         port=options.port,
         workers=options.workers,
         root_path=options.root_path,
         loop="uvloop",
-        http="httptools",
         access_log=options.access_log,
         log_level=options.log_level,
         timeout_graceful_shutdown=30,
         server_header=False,
         **options.ssl,
     )
+    _room_for(settings.limits.max_connections)
     try:
         if options.workers > 1:
             Multiprocess(config, sockets=[config.bind_socket()]).run()
         else:
-            uvicorn.Server(config).run()
+            Server(config).run()
     finally:
         if metrics_dir is not None:
             shutil.rmtree(metrics_dir, ignore_errors=True)

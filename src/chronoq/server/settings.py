@@ -23,27 +23,51 @@ class ConfigError(InvalidInput):
 
 @dataclass(frozen=True)
 class Limits:
-    """What one request may ask. ``max_wait`` caps a long poll of the /v1
-    API; ``pop_wait`` is how long the ouqiang ``/pop`` holds (178 s, as
-    ouqiang does)."""
+    """What one request, and one client, may ask. ``max_wait`` caps a long
+    poll of the /v1 API; ``pop_wait`` is how long the ouqiang ``/pop`` holds
+    (178 s, as ouqiang does). The connection limits hold per server process:
+    a connection whose request head (or body) is not in within its timeout
+    is closed, so is one idle for ``keep_alive`` seconds after an answer, and
+    a request that arrives while ``max_connections`` are open is answered
+    503 and its connection closed."""
 
     max_body: int = 8 * 1024 * 1024  # bytes of one request body (413 beyond)
     max_batch: int = 1000  # jobs of one jobs:batch or ack batch
     max_count: int = 1000  # jobs of one reserve
     max_wait: float = 60.0  # seconds of one long poll
     pop_wait: float = 178.0
+    # topics of one pop (ouqiang /pop, Youzan pop): each is waited on, and
+    # tried in turn at each wake-up; real clients name a handful
+    max_pop_topics: int = 32
+    head_timeout: float = 5.0  # seconds from a connection's first byte to its request head's end
+    body_timeout: float = 30.0  # seconds for a request's body, once its head is in
+    keep_alive: float = 5.0  # seconds an idle connection is kept after an answer
+    max_connections: int = 2048  # open connections of one server process
 
     def __post_init__(self) -> None:
-        for name in ("max_body", "max_batch", "max_count"):
+        for name in ("max_body", "max_batch", "max_count", "max_pop_topics", "max_connections"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"limits.{name} must be a positive integer, got {value!r}")
-        for name in ("max_wait", "pop_wait"):
+        for name, least in _SECONDS.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ConfigError(f"limits.{name} must be a number of seconds, got {value!r}")
-            if not 0 <= value <= 3600:
-                raise ConfigError(f"limits.{name} must be from 0 to 3600 seconds, got {value!r}")
+            if not least <= value <= 3600:
+                raise ConfigError(
+                    f"limits.{name} must be from {least:g} to 3600 seconds, got {value!r}"
+                )
+
+
+# the limits in seconds, and their least value (a timeout of 0 would close
+# every connection at once)
+_SECONDS = {
+    "max_wait": 0.0,
+    "pop_wait": 0.0,
+    "head_timeout": 0.1,
+    "body_timeout": 0.1,
+    "keep_alive": 0.1,
+}
 
 
 @dataclass(frozen=True)
@@ -57,6 +81,13 @@ class ServerSettings:
 
     def with_limits(self, **changes: Any) -> ServerSettings:
         return replace(self, limits=replace(self.limits, **changes))
+
+    def shown_store(self, url: str) -> str:
+        """The store's URL as the server shows it to anyone (/healthz, the
+        dashboard): whole (without a password) when every request may read
+        every topic; with tokens, only its kind (``redis``, ``sqlite``), so
+        that its host, path and user stay with those who run the server."""
+        return url.partition("://")[0] if self.auth.enabled else url
 
 
 def _token(entry: object, where: str) -> Token:

@@ -12,7 +12,7 @@ from chronoq.aio import AsyncQueue
 from chronoq.errors import InvalidJob, LeaseLost
 from chronoq.job import Job, JobLease, PutResult
 from chronoq.server import wire
-from chronoq.server.auth import Action
+from chronoq.server.auth import Action, allowed
 from chronoq.server.batching import Coalescer
 from chronoq.server.longpoll import LongPolls
 from chronoq.server.metrics import Metrics
@@ -158,7 +158,7 @@ class V1:
             )
         hung_up = call.watch_hang_up() if body.wait > 0 else None
         jobs = await self.polls.reserve(
-            call.param("topic"), int(body.count), body.ttr, body.wait, hung_up
+            (call.param("topic"),), int(body.count), body.ttr, body.wait, hung_up
         )
         if jobs and hung_up is not None and hung_up.is_set():
             await self.polls.give_back(jobs)  # nobody to hand them to
@@ -239,10 +239,8 @@ class V1:
     # -- topic-wide ------------------------------------------------------------------------
 
     async def topics(self, call: Call) -> Reply:
-        names = await self.q.topics()
-        token = call.token
-        if token is not None:  # only what the token may read
-            names = [name for name in names if token.allows(Action.READ, name)]
+        # only what the request may read (never the server's own, without tokens)
+        names = [name for name in await self.q.topics() if allowed(call.token, Action.READ, name)]
         return _ok(wire.TopicList(names))
 
     async def stats(self, call: Call) -> Reply:

@@ -14,7 +14,7 @@ from msgspec import Struct
 from chronoq.errors import ChronoqError
 from chronoq.job import Reservation
 from chronoq.server.auth import Action, Auth
-from chronoq.server.byid import IdJobs, Refused, trim
+from chronoq.server.byid import IdJobs, Refused, check_not_internal, trim
 from chronoq.server.protocols import check_topics, refusal_text, split_topics
 from chronoq.server.routing import Call, Reply, Route
 from chronoq.server.settings import Limits
@@ -106,7 +106,7 @@ class Youzan:
         topic, job_id = _text(fields, "topic"), _text(fields, "id")
         delay = _seconds(fields, "delay", 0.0)
         ttr = _seconds(fields, "ttr", _DEFAULT_TTR)
-        self.auth.check(call.token, Action.PUT, topic)
+        self.auth.check(call.token, Action.PUT, check_not_internal(topic))
         await self.jobs.push(
             topic, job_id, fields.get("body"), delay=delay, ttr=ttr, token=call.token
         )
@@ -126,8 +126,7 @@ class Youzan:
                 f"wait must be from 0 to {self.limits.max_wait:g} seconds (this server's "
                 f"max_wait), got {_shown(wait)}: pop again when it ends"
             )
-        for topic in topics:
-            check_topics([topic])
+        for topic in check_topics(topics, self.limits.max_pop_topics):
             self.auth.check(call.token, Action.RESERVE, topic)
         job = await self.jobs.pop(topics, wait, call.hung_up)
         if job is None:

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 import redis
 import redis.asyncio
 
-from chronoq.backends.base import AsyncWatcher
+from chronoq.backends.base import AsyncWatcher, TopicsWatcher
 from chronoq.backends.redis.aio_backend import AsyncRedisBackend
 from chronoq.backends.redis.aio_link import AsyncLink
 from chronoq.backends.redis.bells import Bells
@@ -24,6 +24,7 @@ from chronoq.backends.redis.cluster_link import (
 from chronoq.backends.redis.core import RedisCore
 from chronoq.backends.redis.slotmap import Address, SlotMap, parse_slots
 from chronoq.backends.redis.timers import TimerHolder
+from chronoq.backends.watchers import watch_each
 
 __all__ = ["AsyncClusterBackend", "AsyncClusterLink"]
 
@@ -165,6 +166,11 @@ class AsyncClusterBackend(AsyncRedisBackend):
 
         self._check_loop()
         return AsyncClusterWatcher(self._bells(topic), hand_over)
+
+    async def watch_topics(self, topics: Sequence[str]) -> TopicsWatcher:
+        """Each topic's own bells, side by side: one BLPOP cannot span slots
+        (the bells are the process's, shared with every other waiter)."""
+        return await watch_each(self.watch, topics)
 
     async def close(self) -> None:
         await self._link.close()  # type: ignore[attr-defined]

@@ -16,10 +16,10 @@ from redis.exceptions import ResponseError
 
 from chronoq.backends.redis.link import readable
 
-__all__ = ["AsyncLink"]
+__all__ = ["AsyncLink", "is_cut"]
 
 
-def _cut(conn: Any) -> bool:
+def is_cut(conn: Any) -> bool:
     """Whether an idle connection's socket has something to read: the end of
     file of a server that closed it, or bytes nobody asked for."""
     writer = getattr(conn, "_writer", None)
@@ -35,7 +35,7 @@ class AsyncLink:
     async def connection(self) -> Any:
         """A connection of the pool, fit to send on; give it back with ``pool.release``."""
         conn = await self.pool.get_connection()
-        if _cut(conn):
+        if is_cut(conn):
             try:
                 await conn.disconnect()
                 await conn.connect()

@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlencode, urlsplit
 
 from redis.connection import URL_QUERY_ARGUMENT_PARSERS
 
-from chronoq.backends.url import StoreURL
+from chronoq.backends.url import StoreURL, redacted
 from chronoq.errors import InvalidInput
 
 __all__ = [
@@ -71,16 +71,6 @@ class RedisOptions:
             except ValueError:
                 raise InvalidInput(f"store URL option {name}={raw!r} is not valid") from None
         return kwargs
-
-
-def redacted(url: str) -> str:
-    """The URL without its query and without any password."""
-    base = url.split("?", 1)[0]
-    scheme, sep, rest = base.partition("://")
-    userinfo, at, host = rest.rpartition("@")
-    if not at or ":" not in userinfo:
-        return base
-    return f"{scheme}{sep}{userinfo.split(':', 1)[0]}:***@{host}"
 
 
 def read_options(url: StoreURL, default_shards: int) -> RedisOptions:

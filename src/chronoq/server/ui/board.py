@@ -12,7 +12,7 @@ from chronoq.aio import AsyncQueue
 from chronoq.backends.threaded import ThreadedBackend
 from chronoq.queue import Queue, connect
 from chronoq.server.asgi import Service
-from chronoq.server.auth import Action
+from chronoq.server.auth import Action, allowed
 from chronoq.server.routing import Call
 from chronoq.server.settings import ServerSettings
 from chronoq.server.ui.activity import Activity
@@ -61,9 +61,9 @@ class Board:
         self._blocking = None
 
     def may(self, call: Call, action: Action, topic: str | None) -> bool:
-        """Whether the request's token allows ``action`` on ``topic`` (always,
-        with auth off)."""
-        return call.token is None or call.token.allows(action, topic)
+        """Whether the request's token allows ``action`` on ``topic`` (always
+        with auth off, but on the server's own topics)."""
+        return allowed(call.token, action, topic)
 
     def may_act(self, call: Call, topic: str) -> bool:
         """Whether to offer the actions on ``topic``: not in read-only mode,

@@ -88,7 +88,7 @@ class Page:
             htmx=self.assets.href("htmx.min.js"),
             js=self.assets.href("dashboard.js"),
             auth="on" if settings.auth.enabled else "off",
-            store=self.board.queue.url,
+            store=settings.shown_store(self.board.queue.url),
             mode=mode if settings.read_only_ui else "",
             token=Html(_TOKEN_FORM) if settings.auth.enabled else "",
             topic=topic,

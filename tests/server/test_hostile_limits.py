@@ -1,0 +1,274 @@
+"""What a hostile client tried against ``chronoq serve`` (issue 24), part
+two: a pop on thousands of topics, connections that never finish a request
+or never send one, a flood of connections; and the process itself: a stop
+on SIGTERM that exits 0, and one store option for every command."""
+
+from __future__ import annotations
+
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+
+import chronoq
+from chronoq.backends.redis.aio_watcher import SPARES
+from chronoq.server import ServerSettings
+
+from ..redis_server import RedisServer
+from .live import LiveServer, ServeProcess, start_server
+
+
+def wait_until(check: Callable[[], bool], what: str, limit: float = 10) -> None:
+    deadline = time.monotonic() + limit
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+# -- 2. a pop's topics: bounded, one wake-up, nothing left open ----------------------------
+
+
+def _clients(store_url: str) -> tuple[int, int]:
+    """The Redis server's connected and blocked clients (this one not counted)."""
+    client = redis.Redis.from_url(store_url.partition("?")[0])
+    try:
+        info = client.info("clients")
+        return int(info["connected_clients"]) - 1, int(info["blocked_clients"])
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def popper(serve: Callable[..., LiveServer]) -> LiveServer:
+    return serve(ServerSettings().with_limits(pop_wait=20))
+
+
+def test_a_pop_on_too_many_topics_is_refused_at_once(popper: LiveServer) -> None:
+    many = ",".join(f"t{n}" for n in range(2000))
+    one_more = ",".join(f"t{n}" for n in range(33))
+    with httpx.Client(base_url=popper.url, timeout=30) as http:
+        for topics in (many, one_more):
+            started = time.monotonic()
+            answer = http.post("/pop", json={"topic": topics})
+            assert answer.status_code == 200 and answer.json()["code"] == 1
+            assert "at most 32 topics" in answer.json()["message"]
+            youzan = http.post("/v1/command", json={"command": "pop", "topic": topics, "wait": 20})
+            assert youzan.json()["success"] is False and "at most 32" in youzan.json()["error"]
+            assert time.monotonic() - started < 10  # not the 20 s of a pop's wait
+    assert popper.app.polls.watchers == 0
+
+
+@pytest.mark.parametrize("protocol", ["ouqiang", "youzan"])
+def test_a_pop_on_many_topics_waits_on_one_wake_up_and_leaves_nothing_open(
+    popper: LiveServer, store_url: str, protocol: str
+) -> None:
+    topics = [f"m{n}" for n in range(32)]  # the most a pop may name
+    on_redis = store_url.startswith("redis")
+    pop: dict[str, Any] = {"topic": ",".join(topics)}
+    if protocol == "youzan":
+        pop = {"command": "pop", "wait": 20, **pop}
+    path = "/pop" if protocol == "ouqiang" else "/v1/command"
+    with httpx.Client(base_url=popper.url, timeout=30) as http, ThreadPoolExecutor(1) as pool:
+        assert http.get("/healthz").status_code == 200  # the app's pool is open
+        before = _clients(store_url) if on_redis else None
+        popping = pool.submit(http.post, path, json=pop)
+        wait_until(lambda: popper.app.polls.waiting == 1, "the pop does not wait")
+        assert popper.app.polls.watchers == 1  # one watcher of the 32 topics
+        if before is not None:
+            wait_until(lambda: _clients(store_url)[1] > before[1], "no BLPOP")
+            time.sleep(0.2)
+            assert _clients(store_url)[1] - before[1] == 1  # not one per topic
+        with httpx.Client(base_url=popper.url, timeout=30) as other:
+            job = {"topic": topics[20], "id": "late", "delay": 1, "ttr": 30, "body": "b"}
+            assert other.post("/push", json=job).json()["code"] == 0
+        answer = popping.result(timeout=30).json()
+        assert (answer["data"]["id"] if protocol == "ouqiang" else answer["id"]) == "late"
+    wait_until(lambda: popper.app.polls.watchers == 0, "the watcher outlives the pop")
+    if before is not None:
+        # no BLPOP left, and no connection per topic: at most one kept for the
+        # next wait (SPARES), and what the pop's and the push's calls used
+        wait_until(lambda: _clients(store_url)[1] == before[1], "a BLPOP is left blocked")
+        connected, _ = _clients(store_url)
+        assert connected - before[0] <= 3, (before, connected)
+
+
+def test_long_polls_leave_no_blocked_connections_behind(redis_server: RedisServer) -> None:
+    """40 long polls on 40 topics at once block 40 connections; when they end,
+    a few are kept for the next waits (SPARES) and the rest closed: the
+    connections that last ran BLPOP are counted (the pool's ran scripts)."""
+    store_url = f"{redis_server.url}?prefix=cq-{uuid.uuid4().hex[:12]}"
+    server = start_server(store_url)
+    topics = [f"w{n}" for n in range(40)]
+
+    def poll(topic: str) -> int:
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            body = {"count": 1, "wait": 1.5}
+            return len(http.post(f"/v1/topics/{topic}/reserve", json=body).json()["jobs"])
+
+    try:
+        with ThreadPoolExecutor(len(topics)) as pool:
+            polls = pool.map(poll, topics)
+            wait_until(lambda: _blpops(store_url) == len(topics), "40 blocked waits")
+            assert sum(polls) == 0
+        wait_until(lambda: server.app.polls.watchers == 0, "watchers outlive their polls")
+        wait_until(lambda: _clients(store_url)[1] == 0, "a BLPOP is left blocked")
+        assert _blpops(store_url) <= SPARES
+    finally:
+        server.stop()
+
+
+def _blpops(store_url: str) -> int:
+    """The Redis server's connections whose last command was a BLPOP."""
+    client = redis.Redis.from_url(store_url.partition("?")[0])
+    try:
+        return sum(1 for entry in client.client_list() if entry["cmd"] == "blpop")
+    finally:
+        client.close()
+
+
+# -- 4. connections: a head, a body and an idle spell each have a bound ------------------------
+
+BOUNDS = ServerSettings().with_limits(head_timeout=0.5, body_timeout=0.5, keep_alive=0.5)
+
+
+@pytest.fixture
+def bounded(serve: Callable[..., LiveServer]) -> LiveServer:
+    return serve(BOUNDS)
+
+
+def _connect(live: LiveServer) -> socket.socket:
+    port = int(live.url.rsplit(":", 1)[1])
+    return socket.create_connection(("127.0.0.1", port), timeout=10)
+
+
+def _until_closed(sock: socket.socket) -> tuple[bytes, float]:
+    """What the server sends until it closes, and how long that took."""
+    started, data = time.monotonic(), b""
+    with sock:
+        while chunk := sock.recv(65536):
+            data += chunk
+    return data, time.monotonic() - started
+
+
+def test_a_half_sent_head_is_answered_408_and_closed(bounded: LiveServer) -> None:
+    sock = _connect(bounded)
+    sock.sendall(b"POST /v1/topics/t/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")
+    data, took = _until_closed(sock)
+    assert data.startswith(b"HTTP/1.1 408 ") and b'"code":"timeout"' in data, data
+    assert took < 5  # closed, not held for as long as the client likes
+
+
+def test_a_connection_that_sends_nothing_is_closed(bounded: LiveServer) -> None:
+    data, took = _until_closed(_connect(bounded))
+    assert data.startswith(b"HTTP/1.1 408 ") and took < 5
+
+
+def test_a_half_sent_body_is_answered_408_and_closed(bounded: LiveServer) -> None:
+    sock = _connect(bounded)
+    head = b"POST /v1/topics/t/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n"
+    sock.sendall(head + b'{"id": "x"')
+    data, took = _until_closed(sock)
+    assert data.startswith(b"HTTP/1.1 408 ") and b"body_timeout" in data, data
+    assert took < 5
+    with httpx.Client(base_url=bounded.url) as http:
+        assert http.get("/v1/topics/t/stats").json()["total"] == 0
+
+
+def test_an_idle_keep_alive_connection_is_closed(bounded: LiveServer) -> None:
+    sock = _connect(bounded)
+    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    first = sock.recv(65536)
+    assert first.startswith(b"HTTP/1.1 200 ")
+    rest, took = _until_closed(sock)
+    assert rest == b"" and took < 5
+    # a second request on a kept connection is timed from its first byte
+    sock = _connect(bounded)
+    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
+    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0")
+    data, _ = _until_closed(sock)
+    assert data.startswith(b"HTTP/1.1 408 ")
+
+
+def test_connections_past_the_cap_are_answered_503_and_closed(
+    serve: Callable[..., LiveServer],
+) -> None:
+    live = serve(ServerSettings().with_limits(max_connections=4, head_timeout=30))
+    held = [_connect(live) for _ in range(4)]
+    try:
+        time.sleep(0.2)  # all four accepted
+        extra = _connect(live)
+        extra.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        data, _ = _until_closed(extra)
+        assert data.startswith(b"HTTP/1.1 503 ") and b"too_many_connections" in data, data
+        assert b"retry-after: 1" in data.lower()
+    finally:
+        for sock in held:
+            sock.close()
+    time.sleep(0.2)
+    with httpx.Client(base_url=live.url) as http:
+        assert http.get("/healthz").status_code == 200
+
+
+# -- 8 and 9: the process: exit 0 on SIGTERM; one store option for every command -------------
+
+
+@pytest.fixture
+def processes() -> Iterator[list[ServeProcess]]:
+    started: list[ServeProcess] = []
+    yield started
+    for process in started:
+        process.kill()
+
+
+def test_sigterm_after_a_clean_drain_exits_0(tmp_path: Path, processes: list[ServeProcess]) -> None:
+    server = ServeProcess(tmp_path)
+    processes.append(server)
+    assert httpx.post(f"{server.url}/v1/topics/t/jobs", json={}).status_code == 201
+    assert server.stop() == 0
+    log = server.log.read_text()
+    assert "Traceback" not in log and "ERROR" not in log, log
+
+
+@pytest.mark.parametrize("given", ["after", "before", "env"])
+def test_every_form_of_the_store_option_reaches_the_store(
+    tmp_path: Path, store_url: str, processes: list[ServeProcess], given: str
+) -> None:
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    server = ServeProcess(tmp_path, store=store_url, given=given, cwd=cwd)
+    processes.append(server)
+    answer = httpx.post(f"{server.url}/v1/topics/where/jobs", json={"id": "here"})
+    assert answer.status_code == 201
+    with chronoq.connect(store_url) as queue:
+        assert queue.get("where", "here") is not None  # in that store
+    assert list(cwd.iterdir()) == []  # not in a ./chronoq.db of its own
+    assert server.stop() == 0
+    with chronoq.connect(store_url) as queue:
+        shown = queue.url
+    assert f"store {shown}" in server.log.read_text()  # the banner names it
+
+
+def test_the_banner_hides_the_store_s_password(
+    tmp_path: Path, processes: list[ServeProcess]
+) -> None:
+    secured = RedisServer(tmp_path / "redis")
+    try:
+        redis.Redis(port=secured.port).config_set("requirepass", "hunter2")
+        url = f"redis://:hunter2@127.0.0.1:{secured.port}/0?prefix=banner"
+        server = ServeProcess(tmp_path, store=url)
+        processes.append(server)
+        assert httpx.post(f"{server.url}/v1/topics/t/jobs", json={}).status_code == 201
+        assert server.stop() == 0
+        log = server.log.read_text()
+        assert f"store redis://:***@127.0.0.1:{secured.port}/0" in log
+        assert "hunter2" not in log
+    finally:
+        secured.stop()
