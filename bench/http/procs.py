@@ -52,13 +52,20 @@ class Server:
     """One server process on ``port``, started by ``command`` pinned to
     ``cpu``, ready once GET ``ready`` answers 200; stopped on exit."""
 
-    def __init__(self, command: list[str], port: int, ready: str, log: Path) -> None:
+    def __init__(
+        self,
+        command: list[str],
+        port: int,
+        ready: str,
+        log: Path,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.port = port
         self.base = f"http://127.0.0.1:{port}"
         self.log = log
         with log.open("ab") as out:
             # taskset execs the server: this pid is the server's
-            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -125,9 +132,13 @@ def hello_server(place: Placement, port: int, log: Path) -> Server:
     return Server(command, port, "/hello", log)
 
 
-def chronoq_server(place: Placement, store: str, port: int, log: Path) -> Server:
+def chronoq_server(
+    place: Placement, store: str, port: int, log: Path, source: Path | None = None
+) -> Server:
     """``chronoq serve --store URL --port P``: one uvicorn process (uvloop,
-    httptools, access log off)."""
+    httptools, access log off); ``source``: the ``src`` folder of another
+    checkout to run instead of the installed chronoq."""
     command = [*place.pin(place.server), sys.executable, "-m", "chronoq.cli.main", "serve"]
     command += ["--store", store, "--port", str(port)]
-    return Server(command, port, "/healthz", log)
+    env = None if source is None else {**os.environ, "PYTHONPATH": str(source)}
+    return Server(command, port, "/healthz", log, env)

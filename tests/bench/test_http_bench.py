@@ -60,3 +60,22 @@ def test_a_quick_run_on_sqlite_writes_every_figure(tmp_path: Path) -> None:
     for window in ("cpu_percent", "cpu_percent_one_poll", "cpu_percent_no_polls"):
         assert idle[window]["server"] >= 0, window
     assert idle["redis_clients"] is None
+
+
+AB = RUN.parent / "ab.py"
+
+
+@pytest.mark.timeout(120)
+def test_the_ab_run_compares_two_checkouts(tmp_path: Path) -> None:
+    """bench/http/ab.py on this checkout against itself: both sides served,
+    measured and put in the table (a ratio near 1 is not asserted: noise)."""
+    src = RUN.parents[2] / "src"
+    run = subprocess.run(
+        [sys.executable, str(AB), "--a", str(src), "--b", str(src), "--rounds", "1",
+         "--seconds", "1", "--backends", "sqlite"],
+        capture_output=True, text=True, timeout=110, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    measured = [line for line in run.stdout.splitlines() if line.startswith("round 1")]
+    assert len(measured) == 2 and all("µs/request" in line for line in measured)
+    assert "b / a" in run.stdout

@@ -440,3 +440,36 @@ def test_an_async_queue_is_bound_to_the_event_loop_it_is_first_used_on(
         other.call_soon_threadsafe(other.stop)
         thread.join(5)
         other.close()
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("shards", [1, 3])
+def test_a_wake_up_that_no_reserve_looked_at_goes_to_the_next_waiter(
+    server: RedisServer, shards: int
+) -> None:
+    """One BLPOP over two topics' wake lists takes the token of a put on b;
+    if its consumer then looks only at a (``tried``), the token goes back to
+    b's list, and a waiter of b alone is woken by it at once. A token whose
+    topic was looked at is spent."""
+    url = f"{server.url}?shards={shards}&prefix=cq-{random.getrandbits(48):x}"
+
+    async def main() -> None:
+        async with chronoq.aio.connect(url) as q:
+            both = await q.watch_topics(["a", "b"])
+            alone = await q.watch("b")
+            try:
+                await q.put("b", 1, id="j1")
+                assert await both.wait(5)  # woken by b's token
+                await both.unused({"a"})  # ... but looked at a only
+                started = time.monotonic()
+                assert await alone.wait(5)
+                assert time.monotonic() - started < 2  # by the token, not after 5 s
+                await q.put("b", 2, id="j2")
+                assert await both.wait(5)
+                await both.unused({"a", "b"})  # b was looked at: the token is spent
+                assert not await alone.wait(0.5)
+            finally:
+                await both.close()
+                await alone.close()
+
+    run(main)

@@ -5,6 +5,7 @@ on SIGTERM that exits 0, and one store option for every command."""
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 import uuid
@@ -83,7 +84,6 @@ def test_a_pop_on_many_topics_waits_on_one_wake_up_and_leaves_nothing_open(
         assert popper.app.polls.watchers == 1  # one watcher of the 32 topics
         if before is not None:
             wait_until(lambda: _clients(store_url)[1] > before[1], "no BLPOP")
-            time.sleep(0.2)
             assert _clients(store_url)[1] - before[1] == 1  # not one per topic
         with httpx.Client(base_url=popper.url, timeout=30) as other:
             job = {"topic": topics[20], "id": "late", "delay": 1, "ttr": 30, "body": "b"}
@@ -99,10 +99,51 @@ def test_a_pop_on_many_topics_waits_on_one_wake_up_and_leaves_nothing_open(
         assert connected - before[0] <= 3, (before, connected)
 
 
+def _hang_up(live: LiveServer, path: str, body: dict[str, Any]) -> None:
+    """Send a long poll, wait until it waits, and hang up (nothing else waits)."""
+    raw = json.dumps(body).encode()
+    head = f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: {len(raw)}\r\n\r\n"
+    with _connect(live) as sock:
+        sock.sendall(head.encode() + raw)
+        wait_until(lambda: live.app.polls.waiting == 1, "the pop does not wait")
+    wait_until(lambda: live.app.polls.waiting == 0, "the hung-up pop still waits")
+
+
+def test_a_hung_up_pop_releases_its_wait_at_once(popper: LiveServer, store_url: str) -> None:
+    before = _clients(store_url) if store_url.startswith("redis") else None
+    for n in range(20):  # each on topics of its own: a watcher each while it waits
+        _hang_up(popper, "/pop", {"topic": f"gone{n},other{n}"})
+    # not after the 20 s of their pop_wait
+    wait_until(lambda: popper.app.polls.watchers == 0, "a hung-up pop keeps its watcher")
+    if before is not None:
+        wait_until(lambda: _clients(store_url)[1] == before[1], "a hung-up pop stays blocked")
+
+
+def test_a_pop_is_woken_whatever_other_pops_on_its_topic_did(
+    popper: LiveServer, store_url: str
+) -> None:
+    """A wake-up that a pop on other topics took, and did not use, goes to
+    the next waiter: pops on (a, xN) that hung up, then a live pop on (a, b),
+    and a push to a."""
+    for n in range(10):
+        _hang_up(popper, "/pop", {"topic": f"a,x{n}"})
+    with httpx.Client(base_url=popper.url, timeout=30) as http, ThreadPoolExecutor(1) as pool:
+        started = time.monotonic()
+        popping = pool.submit(http.post, "/pop", json={"topic": "b,a"})
+        wait_until(lambda: popper.app.polls.waiting == 1, "the live pop does not wait")
+        with httpx.Client(base_url=popper.url, timeout=30) as other:
+            job = {"topic": "a", "id": "j1", "delay": 1, "ttr": 30, "body": "b"}
+            assert other.post("/push", json=job).json()["code"] == 0
+        answer = popping.result(timeout=30).json()
+        assert answer["data"]["id"] == "j1", answer
+        assert time.monotonic() - started < 10  # not at the end of its 20 s wait
+
+
 def test_long_polls_leave_no_blocked_connections_behind(redis_server: RedisServer) -> None:
-    """40 long polls on 40 topics at once block 40 connections; when they end,
-    a few are kept for the next waits (SPARES) and the rest closed: the
-    connections that last ran BLPOP are counted (the pool's ran scripts)."""
+    """40 long polls on 40 topics at once block 40 connections; when they end
+    they are kept a few seconds for the next waits, then closed down to
+    SPARES: the connections that last ran BLPOP are counted (the pool's ran
+    scripts)."""
     store_url = f"{redis_server.url}?prefix=cq-{uuid.uuid4().hex[:12]}"
     server = start_server(store_url)
     topics = [f"w{n}" for n in range(40)]
@@ -119,7 +160,8 @@ def test_long_polls_leave_no_blocked_connections_behind(redis_server: RedisServe
             assert sum(polls) == 0
         wait_until(lambda: server.app.polls.watchers == 0, "watchers outlive their polls")
         wait_until(lambda: _clients(store_url)[1] == 0, "a BLPOP is left blocked")
-        assert _blpops(store_url) <= SPARES
+        # kept a few seconds for the next waits, then closed down to SPARES
+        wait_until(lambda: _blpops(store_url) <= SPARES, "idle BLPOP connections", limit=20)
     finally:
         server.stop()
 
@@ -201,18 +243,25 @@ def test_connections_past_the_cap_are_answered_503_and_closed(
     serve: Callable[..., LiveServer],
 ) -> None:
     live = serve(ServerSettings().with_limits(max_connections=4, head_timeout=30))
+    open_now = live.server.server_state.connections
     held = [_connect(live) for _ in range(4)]
     try:
-        time.sleep(0.2)  # all four accepted
+        wait_until(lambda: len(open_now) == 4, "four connections accepted")
         extra = _connect(live)
         extra.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         data, _ = _until_closed(extra)
         assert data.startswith(b"HTTP/1.1 503 ") and b"too_many_connections" in data, data
         assert b"retry-after: 1" in data.lower()
+        # ones that send nothing are answered and closed too, long before the
+        # 30 s head timeout: the cap bounds the descriptors, not only requests
+        for _ in range(20):
+            data, took = _until_closed(_connect(live))
+            assert data.startswith(b"HTTP/1.1 503 ") and took < 10, (data, took)
+        wait_until(lambda: len(open_now) == 4, "refused connections left open")
     finally:
         for sock in held:
             sock.close()
-    time.sleep(0.2)
+    wait_until(lambda: len(open_now) == 0, "the held connections closed")
     with httpx.Client(base_url=live.url) as http:
         assert http.get("/healthz").status_code == 200
 

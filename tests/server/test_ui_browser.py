@@ -260,10 +260,6 @@ def screenshot(path: Path, seconds: float = 100) -> None:
             queue.close()
 
 
-if __name__ == "__main__":
-    screenshot(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/img/dashboard.png"), 100)
-
-
 def test_a_rebound_name_reads_and_changes_nothing(
     rebound_browser: WebDriver, server: LiveServer, queue: chronoq.Queue
 ) -> None:
@@ -289,3 +285,7 @@ def test_a_rebound_name_reads_and_changes_nothing(
     for status, body in answers:
         assert status == 403 and "foreign_host" in body, (status, body)
     assert queue.stats("orders")["paused"] is False
+
+
+if __name__ == "__main__":
+    screenshot(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/img/dashboard.png"), 100)

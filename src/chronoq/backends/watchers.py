@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 
 __all__ = ["AsyncWatcher", "TopicsWatcher", "watch_each"]
 
@@ -31,6 +31,11 @@ class AsyncWatcher(ABC):
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release what the watcher holds."""
 
+    async def unused(self) -> None:  # noqa: B027 - optional hook
+        """The change that ended the last wait was not looked at (no reserve
+        on this topic followed it): where the store tells one waiter alone
+        (a Redis wake token), hand it to another one, or it is lost."""
+
 
 class TopicsWatcher(AsyncWatcher):
     """The watchers of several topics, waiting as one: ``of(topic)`` is the
@@ -38,6 +43,7 @@ class TopicsWatcher(AsyncWatcher):
 
     def __init__(self, parts: Mapping[str, AsyncWatcher]) -> None:
         self.parts = dict(parts)
+        self._woken: list[str] = []  # the topics whose change ended the last wait
 
     def of(self, topic: str) -> AsyncWatcher:
         return self.parts[topic]
@@ -45,24 +51,37 @@ class TopicsWatcher(AsyncWatcher):
     async def wait(self, timeout: float) -> bool:
         """Each part's wait at once; the first to end stops the others."""
         if len(self.parts) == 1:
-            [part] = self.parts.values()
-            return await part.wait(timeout)
-        waits = [asyncio.ensure_future(part.wait(timeout)) for part in self.parts.values()]
+            [(topic, part)] = self.parts.items()
+            woke = await part.wait(timeout)
+            self._woken = [topic] if woke else []
+            return woke
+        waits = {
+            topic: asyncio.ensure_future(part.wait(timeout)) for topic, part in self.parts.items()
+        }
         try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits.values(), return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for wait in waits:
+            for wait in waits.values():
                 wait.cancel()
-            await asyncio.wait(waits)  # each ends at once: cancelling a wait is safe
-        woken = False
-        for wait in waits:  # a part that woke as it was stopped counts too
+            await asyncio.wait(waits.values())  # each ends at once: cancelling a wait is safe
+        self._woken = []
+        for topic, wait in waits.items():  # a part that woke as it was stopped counts too
             if wait.cancelled():
                 continue
             error = wait.exception()
             if error is not None:
                 raise error
-            woken = woken or wait.result()
-        return woken
+            if wait.result():
+                self._woken.append(topic)
+        return bool(self._woken)
+
+    async def unused(self, tried: Collection[str] = ()) -> None:
+        """The changes that ended the last wait on the topics not in ``tried``
+        (no reserve on them followed) go to other waiters."""
+        woken, self._woken = self._woken, []
+        for topic in woken:
+            if topic not in tried:
+                await self.parts[topic].unused()
 
     async def close(self) -> None:
         await _close_all(self.parts.values())

@@ -8,8 +8,10 @@ import click
 from rich.console import Console
 from rich.text import Text
 
+import chronoq
 from chronoq.backends.url import StoreURL, redacted
 from chronoq.cli.app import EXIT_BAD_INPUT, STORE_HELP, App, pass_app
+from chronoq.errors import BackendUnavailable
 
 __all__ = ["serve", "token"]
 
@@ -20,7 +22,7 @@ def _banner(console: Console, store: str, host: str, port: int, root: str, tls: 
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     base = f"{'https' if tls else 'http'}://{shown}:{port}{root.rstrip('/')}"
     console.print(
-        Text.assemble(("chronoq serve", "bold"), f"  store {redacted(store)}"),
+        Text.assemble(("chronoq serve", "bold"), f"  store {store}"),
         soft_wrap=True,
         highlight=False,
     )
@@ -127,7 +129,12 @@ def serve(
     )
     settings = options.settings()
     check_exposure(options, settings)  # a bad config or host: exit 2 before binding
-    _banner(Console(stderr=True), url, host, port, root_path, bool(ssl_certfile))
+    try:
+        with chronoq.connect(url) as queue:  # a bad store URL: exit 2 here too
+            shown = queue.url  # without a password
+    except BackendUnavailable:  # down for now: /healthz says so until it is back
+        shown = redacted(url)
+    _banner(Console(stderr=True), shown, host, port, root_path, bool(ssl_certfile))
     run(options, settings)
 
 

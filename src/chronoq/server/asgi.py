@@ -5,7 +5,6 @@ goes to the log, never to the client."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import ipaddress
 import logging
@@ -22,7 +21,7 @@ from chronoq.job import validate_id, validate_topic
 from chronoq.server.auth import Action, allowed, internal_topic, is_internal
 from chronoq.server.problems import ApiError, from_chronoq, invalid_body
 from chronoq.server.routing import Call, Reply, Route, Router, query_of
-from chronoq.server.settings import Limits, ServerSettings
+from chronoq.server.settings import ServerSettings
 from chronoq.server.wire import ENCODER
 
 __all__ = ["ASGIApp", "Observer", "Receive", "Scope", "Send", "Service", "header", "route_path"]
@@ -68,22 +67,12 @@ class _HungUp(Exception):
     """The client hung up before its request was read: nobody to answer."""
 
 
-async def _read_body(scope: Scope, receive: Receive, limits: Limits) -> bytes:
-    limit = limits.max_body
+async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
+    """The body, up to ``limit`` bytes; one that does not arrive in time is
+    the connection's to end (connections.py: limits.body_timeout)."""
     for name, value in scope["headers"]:
         if name == b"content-length" and value.isdigit() and int(value) > limit:
             raise ApiError(413, "too_large", f"the body is over {limit} bytes: send less at once")
-    try:
-        async with asyncio.timeout(limits.body_timeout):
-            return await _body(receive, limit)
-    except TimeoutError:
-        raise ApiError(
-            408, "timeout", f"the request's body did not arrive within {limits.body_timeout:g} s "
-            "(limits.body_timeout): the connection is closed", close=True,
-        ) from None  # fmt: skip
-
-
-async def _body(receive: Receive, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -306,7 +295,7 @@ class App:
             settings.auth.check(token, route.action, topic)
         raw = b""
         if scope["method"] in ("POST", "PUT", "PATCH", "DELETE"):
-            raw = await _read_body(scope, receive, settings.limits)
+            raw = await _read_body(scope, receive, settings.limits.max_body)
         body = None
         if route.body is not None and not route.raw_body:
             body = self._decode(route, raw)

@@ -3,32 +3,36 @@ bounds it lacks, and the uvicorn config that ``chronoq serve`` runs with.
 
 uvicorn closes a keep-alive connection that stays idle after an answer
 (``timeout_keep_alive``), but never one that has sent nothing, or half a
-request head: each holds a descriptor and a parser for as long as its
-client likes (a thousand of them were open after 32 s in the probe of issue
-24). Here a request head must be complete within ``limits.head_timeout`` of
-the connection's opening, or of the first byte of a later request on it;
-else the connection is answered 408 and closed. A request that arrives while
-``limits.max_connections`` connections are open is answered 503 (the API's
-JSON) and its connection closed, so a flood of connections costs each of
-them one short answer, and the server's descriptors stay bounded."""
+request: each holds a descriptor and a parser for as long as its client
+likes (a thousand of them were open after 32 s in the probe of issue 24).
+Here a request's head must be in within ``limits.head_timeout`` of the
+connection's opening, or of the first byte of a later request on it, and
+its body within ``limits.body_timeout`` of its head; else it is answered 408
+and the connection closed. A connection opened while
+``limits.max_connections`` are open is answered 503 at once and closed, so
+the server's descriptors stay bounded however many a client opens.
+
+The deadlines are kept as numbers and checked by one sweep per process a
+few times per timeout: a timer per request (armed, then cancelled) cost
+the put route a tenth of its rate."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
+import weakref
 from typing import Any
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.server import ServerState
 
-from chronoq.server.asgi import ASGIApp, Receive, Scope, Send
-from chronoq.server.problems import RETRY_AFTER_S, ApiError
+from chronoq.server.problems import ApiError
 from chronoq.server.settings import Limits
 from chronoq.server.wire import ENCODER
 
 __all__ = ["BoundedHttp", "ServerConfig"]
 
-log = logging.getLogger("chronoq")
+_REFUSED_S = 1.0  # a refused connection is closed this long after its answer at most
 
 
 class ServerConfig(uvicorn.Config):
@@ -45,93 +49,114 @@ class ServerConfig(uvicorn.Config):
         self.limits = limits
 
 
-def _timed_out(problem: ApiError) -> bytes:
-    """A 408 answer, written straight to the transport: no request to answer."""
+def _answer(status: int, reason: str, problem: ApiError) -> bytes:
+    """An answer written straight to the transport, closing the connection."""
     body = ENCODER.encode(problem.body())
-    head = (
-        "HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
-    )
-    return head.encode() + body
+    head = [f"HTTP/1.1 {status} {reason}", "content-type: application/json"]
+    head += [f"{name.decode()}: {value.decode()}" for name, value in problem.headers()]
+    head += [f"content-length: {len(body)}", "connection: close", "", ""]
+    return "\r\n".join(head).encode() + body
 
 
-async def _busy(scope: Scope, receive: Receive, send: Send) -> None:
-    """The answer to a request over ``max_connections``; its connection closes."""
-    problem = ApiError(
-        503, "too_many_connections", "this server has as many connections open as it "
-        "takes (limits.max_connections): try again in a moment",
-    )  # fmt: skip
-    body = ENCODER.encode(problem.body())
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 503,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"retry-after", str(RETRY_AFTER_S).encode()),
-                (b"connection", b"close"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
-_BUSY: ASGIApp = _busy
+_BUSY = _answer(
+    503, "Service Unavailable", ApiError(
+        503, "too_many_connections", "this server has as many connections open as it takes "
+        "(limits.max_connections): try again in a moment",
+    ),
+)  # fmt: skip
 
 
 class BoundedHttp(HttpToolsProtocol):
-    """httptools' protocol with a head timeout and a connection cap."""
+    """httptools' protocol with head and body timeouts and a connection cap."""
 
     def __init__(self, config: uvicorn.Config, *args: Any, **kwargs: Any) -> None:
         super().__init__(config, *args, **kwargs)
-        limits = getattr(config, "limits", None) or Limits()
-        self._head_timeout = limits.head_timeout
-        self._max_connections = limits.max_connections
-        self._head_timer: asyncio.TimerHandle | None = None
+        self._limits: Limits = getattr(config, "limits", None) or Limits()
+        # while a request is coming in: when it began, and whether its head is in
+        self._since: float | None = None
+        self._head_in = False
+        self._refused = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._arm_head_timer()
+        self._since = self.loop.time()
+        _sweep_for(self)
+        if len(self.connections) > self._limits.max_connections:
+            self._refuse()
 
     def data_received(self, data: bytes) -> None:
-        # the first byte of a request after an answer: its head is timed from here
-        if self._head_timer is None and (self.cycle is None or self.cycle.response_complete):
-            self._arm_head_timer()
+        # one override, not one per parser callback: this runs per request
+        if self._refused:
+            return  # whatever it sent, the answer is out
+        before = self.cycle
+        if self._since is None and (before is None or before.response_complete):
+            self._since = self.loop.time()  # the first byte of the next request
         super().data_received(data)
+        cycle = self.cycle
+        if cycle is not before and cycle is not None:  # a head came in
+            self._head_in = cycle.more_body  # its body is timed from here
+            self._since = self.loop.time() if self._head_in else None
+        elif self._head_in and cycle is not None and not cycle.more_body:
+            self._since, self._head_in = None, False  # the rest of its body
 
-    def on_headers_complete(self) -> None:
-        self._cancel_head_timer()
-        if len(self.connections) <= self._max_connections:
-            super().on_headers_complete()
+    def eof_received(self) -> None:
+        if self._refused:
+            self.transport.close()  # the client read the answer and closed
+
+    def _refuse(self) -> None:
+        """The 503 now, then a close (after the client's, so that the answer
+        is not lost to a reset; ``_REFUSED_S`` at the most)."""
+        self._refused = True
+        self.transport.write(_BUSY)
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        else:
+            self.transport.close()
+
+    def overdue(self, now: float) -> None:
+        """Close this connection if its request is late (the sweep's call)."""
+        since = self._since
+        if since is None or self.transport.is_closing():
             return
-        # uvicorn starts the request's task with self.app; this one, with _BUSY
-        app, self.app = self.app, _BUSY
-        try:
-            super().on_headers_complete()
-        finally:
-            self.app = app
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._cancel_head_timer()
-        super().connection_lost(exc)
-
-    def _arm_head_timer(self) -> None:
-        self._cancel_head_timer()
-        self._head_timer = self.loop.call_later(self._head_timeout, self._head_timed_out)
-
-    def _cancel_head_timer(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
-
-    def _head_timed_out(self) -> None:
-        self._head_timer = None
-        if self.transport.is_closing():
+        if self._refused:
+            if now - since > _REFUSED_S:
+                self.transport.close()
+            return
+        part = "body" if self._head_in else "head"
+        limit = self._limits.body_timeout if self._head_in else self._limits.head_timeout
+        if now - since <= limit:
+            return
+        self._since = None
+        if self.cycle is not None and self._head_in and self.cycle.response_started:
+            self.transport.close()  # answered already (a refusal before the body)
             return
         problem = ApiError(
-            408, "timeout", f"the request's head did not arrive within {self._head_timeout:g} s "
-            "(limits.head_timeout): the connection is closed",
+            408, "timeout", f"the request's {part} did not arrive within {limit:g} s "
+            f"(limits.{part}_timeout): the connection is closed",
         )  # fmt: skip
-        self.transport.write(_timed_out(problem))
+        self.transport.write(_answer(408, "Request Timeout", problem))
         self.transport.close()
+
+
+# each server's sweep (tests run several servers in one process)
+_SWEEPS: weakref.WeakKeyDictionary[ServerState, asyncio.Task[None]] = weakref.WeakKeyDictionary()
+
+
+def _sweep_for(protocol: BoundedHttp) -> None:
+    """Start the sweep of ``protocol``'s server, once per server."""
+    state = protocol.server_state
+    if state not in _SWEEPS:
+        limits = protocol._limits
+        every = min(max(min(limits.head_timeout, limits.body_timeout) / 4, 0.05), 1.0)
+        _SWEEPS[state] = protocol.loop.create_task(_sweep(state.connections, every))
+
+
+async def _sweep(connections: set[Any], every: float) -> None:
+    """Each ``every`` seconds, close the connections whose request is late."""
+    loop = asyncio.get_running_loop()
+    while True:
+        await asyncio.sleep(every)
+        now = loop.time()
+        for connection in list(connections):
+            if isinstance(connection, BoundedHttp):
+                connection.overdue(now)

@@ -52,6 +52,14 @@ class _Hub:
         self.topics = topics
         self.waiters: deque[_Waiter] = deque()
         self.task: asyncio.Task[None] | None = None
+        self.idle = asyncio.Event()  # every waiter left: the wait on the store ends
+        self._tried: set[str] = set()  # the topics reserved on since the last wait
+
+    def left(self) -> None:
+        """A waiter gave up (hung up, timed out): when it was the last, the
+        hub stops waiting, and releases its watcher, now."""
+        if self._head() is None:
+            self.idle.set()
 
     def _head(self) -> _Waiter | None:
         while self.waiters and self.waiters[0].jobs.done():  # timed out, hung up
@@ -63,7 +71,11 @@ class _Hub:
         try:
             watcher = await self.polls.queue.watch_topics(self.topics)
             while self._head() is not None and not self.polls.closing.is_set():
+                self._tried.clear()
                 result = await self._serve(watcher)
+                # a wake-up of a topic that no reserve looked at goes to
+                # another waiter (a Redis token wakes one): it was for a job
+                await watcher.unused(self._tried)
                 if result is None:
                     break
                 await self._wait(watcher, result)
@@ -95,6 +107,7 @@ class _Hub:
         queue, loop = self.polls.queue, asyncio.get_running_loop()
         soonest: float | None = None  # loop.time()
         for topic in self.topics:
+            self._tried.add(topic)
             result = await queue.reserve_once(
                 topic, head.count, ttr=head.ttr, watcher=watcher.of(topic)
             )
@@ -107,15 +120,19 @@ class _Hub:
         return ReserveResult([], wake)
 
     async def _wait(self, watcher: TopicsWatcher, result: ReserveResult) -> None:
+        self.idle.clear()
+        if self._head() is None:  # the last waiter left while the hub reserved
+            return
         loop = asyncio.get_running_loop()
-        last = max((w.deadline for w in self.waiters), default=loop.time())
-        limit = min(max(last - loop.time(), 0.001), _MAX_WAIT_S)
+        live = [w.deadline for w in self.waiters if not w.jobs.done()]
+        limit = min(max(max(live) - loop.time(), 0.001), _MAX_WAIT_S)
         waiting = asyncio.ensure_future(self.polls.queue.wait_for_jobs(watcher, result, limit))
-        closing = asyncio.ensure_future(self.polls.closing.wait())
+        stops = [asyncio.ensure_future(e.wait()) for e in (self.polls.closing, self.idle)]
         try:
-            await asyncio.wait({waiting, closing}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({waiting, *stops}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            closing.cancel()
+            for stop in stops:
+                stop.cancel()
             if not waiting.done():
                 waiting.cancel()  # a watcher's wait may be cancelled safely
                 with contextlib.suppress(asyncio.CancelledError, ChronoqError):
@@ -185,7 +202,7 @@ class LongPolls:
             return []
         loop = asyncio.get_running_loop()
         waiter = _Waiter(count, ttr, loop.time() + wait)
-        self._join(topics, waiter)
+        hub = self._join(topics, waiter)
         stops: list[asyncio.Future[Any]] = [asyncio.ensure_future(self.closing.wait())]
         if hung_up is not None:
             stops.append(asyncio.ensure_future(hung_up.wait()))
@@ -198,15 +215,17 @@ class LongPolls:
                 stop.cancel()
             if not waiter.jobs.done():
                 waiter.jobs.cancel()  # the hub gives back what it leases for it now
+                hub.left()
         return [] if waiter.jobs.cancelled() else waiter.jobs.result()
 
-    def _join(self, topics: tuple[str, ...], waiter: _Waiter) -> None:
+    def _join(self, topics: tuple[str, ...], waiter: _Waiter) -> _Hub:
         hub = self._hubs.get(topics)
         if hub is None:
             hub = self._hubs[topics] = _Hub(self, topics)
         hub.waiters.append(waiter)
         if hub.task is None:
             hub.task = self._spawn(hub.run())
+        return hub
 
     def hub_done(self, hub: _Hub) -> None:
         if self._hubs.get(hub.topics) is hub:

@@ -24,34 +24,28 @@ RETRY_AFTER_S = 1  # what a 503 asks the client to wait before it tries again
 class ApiError(Exception):
     """A refusal sent to the client as ``status`` with ``{"error": {...}}``."""
 
-    def __init__(
-        self, status: int, code: str, message: str, *, close: bool = False, **extra: Any
-    ) -> None:
-        """``close``: the connection is closed after the answer (what is left of
-        the request cannot be read)."""
+    def __init__(self, status: int, code: str, message: str, **extra: Any) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
-        self.close = close
         self.extra = extra
 
     def body(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, **self.extra}}
 
     def headers(self) -> list[tuple[bytes, bytes]]:
-        headers = [(b"connection", b"close")] if self.close else []
         if self.status == 503:
-            headers.append((b"retry-after", str(RETRY_AFTER_S).encode()))
-        elif self.status == 401:
-            headers.append((b"www-authenticate", b'Bearer realm="chronoq"'))
-        return headers
+            return [(b"retry-after", str(RETRY_AFTER_S).encode())]
+        if self.status == 401:
+            return [(b"www-authenticate", b'Bearer realm="chronoq"')]
+        return []
 
 
 def from_chronoq(exc: ChronoqError) -> ApiError:
     """The HTTP answer to an error raised by the queue."""
     if isinstance(exc, InvalidJob):
-        extra: dict[str, Any] = {} if exc.index is None else {"index": exc.index}
+        extra = {} if exc.index is None else {"index": exc.index}
         return ApiError(400, "invalid_job", str(exc), **extra)
     if isinstance(exc, InvalidInput):
         return ApiError(400, "invalid_input", str(exc))

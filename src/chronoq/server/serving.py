@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import json
 import logging
 import os
@@ -25,6 +24,7 @@ import uvicorn
 from uvicorn.supervisors import Multiprocess
 
 from chronoq.server.app import ChronoqApp, create_app
+from chronoq.server.asgi import loopback_host
 from chronoq.server.connections import ServerConfig
 from chronoq.server.settings import ConfigError, ServerSettings, load_settings
 
@@ -61,12 +61,8 @@ class ServeOptions:
 
 
 def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    """Whether ``--host`` is a loopback address (``::1`` comes bare)."""
+    return loopback_host((f"[{host}]" if ":" in host else host).encode())
 
 
 def check_exposure(options: ServeOptions, settings: ServerSettings) -> None:
@@ -103,18 +99,26 @@ def _drain_on_signals(app: ChronoqApp) -> Callable[[], Any]:
 
 
 class Server(uvicorn.Server):
-    """uvicorn's server, which ends a stop on SIGTERM with exit status 0."""
+    """uvicorn's server, which ends a clean stop on SIGTERM with status 0."""
+
+    drained = False  # every request was answered before the stop
+
+    async def _wait_tasks_to_complete(self) -> None:
+        # cancelled when timeout_graceful_shutdown runs out: not drained then
+        await super()._wait_tasks_to_complete()
+        self.drained = not self.force_exit
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         with super().capture_signals():
             yield
-            # uvicorn raises a signal it stopped on again once it has stopped,
-            # so a drained, clean stop on SIGTERM would end with status 143:
-            # supervisors and scripts would report a failure
-            self._captured_signals = [
-                sig for sig in self._captured_signals if sig != signal.SIGTERM
-            ]
+            # uvicorn raises the signal it stopped on again once it has stopped,
+            # so a clean stop on SIGTERM would end with status 143: supervisors
+            # and scripts would report a failure
+            if self.drained:
+                self._captured_signals = [
+                    sig for sig in self._captured_signals if sig != signal.SIGTERM
+                ]
 
 
 def _room_for(connections: int) -> None:

@@ -28,8 +28,7 @@ class Limits:
     (178 s, as ouqiang does). The connection limits hold per server process:
     a connection whose request head (or body) is not in within its timeout
     is closed, so is one idle for ``keep_alive`` seconds after an answer, and
-    a request that arrives while ``max_connections`` are open is answered
-    503 and its connection closed."""
+    one opened while ``max_connections`` are open is answered 503 and closed."""
 
     max_body: int = 8 * 1024 * 1024  # bytes of one request body (413 beyond)
     max_batch: int = 1000  # jobs of one jobs:batch or ack batch
@@ -39,7 +38,9 @@ class Limits:
     # topics of one pop (ouqiang /pop, Youzan pop): each is waited on, and
     # tried in turn at each wake-up; real clients name a handful
     max_pop_topics: int = 32
-    head_timeout: float = 5.0  # seconds from a connection's first byte to its request head's end
+    # seconds for a request's head, from the connection's opening (or from
+    # the first byte of a later request on it)
+    head_timeout: float = 5.0
     body_timeout: float = 30.0  # seconds for a request's body, once its head is in
     keep_alive: float = 5.0  # seconds an idle connection is kept after an answer
     max_connections: int = 2048  # open connections of one server process

@@ -91,7 +91,7 @@ class AsyncRedisBackend(AsyncBackend):
         return RedisTopicsWatcher(parts, lists)
 
     def _wake_lists(self, topics: Sequence[str]) -> WakeLists:
-        keys = [key for topic in topics for key in self._core.wake_keys(topic)]
+        topic_of = {key: topic for topic in topics for key in self._core.wake_keys(topic)}
         on_wake = None
         if self.shards > 1:
             hints = self._core.hints
@@ -104,7 +104,7 @@ class AsyncRedisBackend(AsyncBackend):
                     for shard in range(self.shards):
                         hints.mark(topic, shard)
 
-        return WakeLists(self._link, self._spares, keys, self.url, on_wake)
+        return WakeLists(self._link, self._spares, topic_of, self.url, on_wake)
 
     def _hand_over(self, topic: str) -> Callable[[set[int], str], Awaitable[None]]:
         async def hand_over(shards: set[int], token: str) -> None:

@@ -135,6 +135,9 @@ class AsyncClusterWatcher(AsyncWatcher, TimerHolder):
     async def wait(self, timeout: float) -> bool:
         return await self._bells.wait_async(timeout)
 
+    async def unused(self) -> None:
+        self._bells.pass_on()  # to another waiter of this process, or kept for the next
+
     async def close(self) -> None:
         self._bells.detach()
         await self.hand_on_async(self._hand_over)

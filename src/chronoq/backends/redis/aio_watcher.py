@@ -8,15 +8,20 @@ The BLPOP runs on a connection of the waiter's own, not one of the pool's:
 a burst of waits (a thousand long polls on a thousand topics) would
 otherwise leave as many idle connections in the pool for the life of the
 process. When the waiter closes, its connection is kept for the next one
-among a few ``Spares``, and closed beyond them, so a consumer that waits
-again and again does not connect each time. One BLPOP takes the wake lists
-of several topics, so a request that waits on N topics blocks one
-connection."""
+(``Spares``); those beyond a few are closed once idle for a few seconds, so
+waiters that come and go do not connect each time, and a burst leaves
+nothing behind. One BLPOP takes the wake lists of several topics, so a
+request that waits on N topics blocks one connection.
+
+A wake token wakes one waiter. One that then looks at another topic first
+(or has nobody left to serve) gives the token back (``unused``), or the job
+it stood for would wait for some other change to be seen."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+import time
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
 from chronoq.backends.redis.aio_link import AsyncLink, is_cut
@@ -25,60 +30,91 @@ from chronoq.backends.redis.timers import TimerHolder
 from chronoq.backends.redis.watcher import blocking_pop
 from chronoq.backends.watchers import AsyncWatcher, TopicsWatcher
 
-__all__ = ["AsyncRedisWatcher", "RedisTopicsWatcher", "Spares", "WakeLists"]
+__all__ = ["SPARES", "AsyncRedisWatcher", "RedisTopicsWatcher", "Spares", "WakeLists"]
 
 _LATE_S = 5.0  # a read outlives the server's own timeout by this much
-SPARES = 4  # idle blocking connections kept for the next waiters
+SPARES = 4  # idle blocking connections kept however long they wait
+SPARE_IDLE_S = 5.0  # how long more than SPARES are kept idle
 
 
 class Spares:
-    """The idle connections of one store for waiters to block on: at most
-    ``most`` are kept; one given back beyond them is closed."""
+    """The idle connections of one store for waiters to block on: any number
+    while they are used again within ``SPARE_IDLE_S``, at most ``SPARES``
+    beyond that; one given back after ``close`` is closed."""
 
-    def __init__(self, link: AsyncLink, most: int = SPARES) -> None:
+    def __init__(self, link: AsyncLink) -> None:
         self._link = link
-        self._most = most
-        self._idle: list[Any] = []
+        self._idle: list[tuple[Any, float]] = []  # (connection, idle since), newest last
+        self._trim: asyncio.Task[None] | None = None
+        self._closed = False
 
     def take(self) -> Any:
-        """A kept connection, or a new one (it connects as it sends)."""
-        return self._idle.pop() if self._idle else self._link.pool.make_connection()
+        """The newest kept connection, or a new one (it connects as it sends)."""
+        return self._idle.pop()[0] if self._idle else self._link.pool.make_connection()
 
     async def give(self, conn: Any) -> None:
         """``conn`` is free, with nothing unread on it."""
-        if len(self._idle) < self._most and conn.is_connected and not is_cut(conn):
-            self._idle.append(conn)
-        else:
+        if self._closed or not conn.is_connected or is_cut(conn):
             await conn.disconnect(nowait=True)
+            return
+        self._idle.append((conn, time.monotonic()))
+        if len(self._idle) > SPARES and self._trim is None:
+            self._trim = asyncio.get_running_loop().create_task(self._trimming())
+
+    async def _trimming(self) -> None:
+        try:
+            while len(self._idle) > SPARES:
+                await asyncio.sleep(SPARE_IDLE_S / 2)
+                stale = time.monotonic() - SPARE_IDLE_S
+                while len(self._idle) > SPARES and self._idle[0][1] < stale:
+                    conn, _ = self._idle.pop(0)  # the one idle longest
+                    await conn.disconnect(nowait=True)
+        finally:
+            self._trim = None
 
     async def close(self) -> None:
+        self._closed = True
+        if self._trim is not None:
+            self._trim.cancel()
         idle, self._idle = self._idle, []
-        for conn in idle:
+        for conn, _ in idle:
             await conn.disconnect(nowait=True)
 
 
 class WakeLists:
-    """BLPOP on some wake lists, on a connection of its own (opened at the
-    first wait, closed by ``close``); ``on_wake`` after each token popped."""
+    """BLPOP on some wake lists, on a connection taken from ``spares`` at the
+    first wait and given back by ``close``; ``on_wake`` after each token.
+    ``topic_of`` names the topic of each list, for ``give_back``."""
 
     def __init__(
         self,
         link: AsyncLink,
         spares: Spares,
-        keys: list[str],
+        topic_of: Mapping[str, str],
         url: str,
         on_wake: Callable[[], None] | None = None,
     ) -> None:
         self._link = link
         self._spares = spares
-        self._keys = keys
+        self._topic_of = topic_of
+        self._keys = list(topic_of)
         self._url = url
         self._on_wake = on_wake
         self._conn: Any = None
+        self._token: tuple[str, Any] | None = None  # the last wait's (list, token)
 
     async def wait(self, timeout: float) -> bool:
+        self._token = None
         with errors(self._url):
             return await self._wait(timeout)
+
+    async def give_back(self, tried: Collection[str]) -> None:
+        """The token that ended the last wait goes back to its list (at the
+        front: the next waiter takes it) unless its topic is in ``tried``."""
+        token, self._token = self._token, None
+        if token is not None and self._topic_of[token[0]] not in tried:
+            with errors(self._url):
+                await self._link.call("LPUSH", *token)
 
     async def close(self) -> None:
         conn, self._conn = self._conn, None
@@ -88,6 +124,8 @@ class WakeLists:
     def _woken(self, reply: Any) -> bool:
         if reply is None:
             return False
+        key, token = reply
+        self._token = (key.decode() if isinstance(key, bytes) else key, token)
         if self._on_wake is not None:
             self._on_wake()
         return True
@@ -150,6 +188,9 @@ class AsyncRedisWatcher(AsyncWatcher, TimerHolder):
     async def wait(self, timeout: float) -> bool:
         return await self._lists.wait(timeout)
 
+    async def unused(self) -> None:
+        await self._lists.give_back(())
+
     async def close(self) -> None:
         try:
             await self.hand_on_async(self._hand_over)
@@ -167,6 +208,9 @@ class RedisTopicsWatcher(TopicsWatcher):
 
     async def wait(self, timeout: float) -> bool:
         return await self._lists.wait(timeout)
+
+    async def unused(self, tried: Collection[str] = ()) -> None:
+        await self._lists.give_back(tried)
 
     async def close(self) -> None:
         try:

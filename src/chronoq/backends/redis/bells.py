@@ -138,7 +138,7 @@ class Bells:
             pass
         except asyncio.CancelledError:
             if self.leave(party):
-                self._pass_on()  # the token was for this waiter: another one takes it
+                self.pass_on()  # the token was for this waiter: another one takes it
             raise
         return self.leave(party)
 
@@ -146,9 +146,9 @@ class Bells:
 
     def _ring(self, shard: int) -> None:
         self._on_ring(shard)
-        self._pass_on()
+        self.pass_on()
 
-    def _pass_on(self) -> None:
+    def pass_on(self) -> None:
         """One token: to the longest waiting party, or kept for the next one."""
         with self._lock:
             if self._parties:
