@@ -49,7 +49,7 @@ class Spares:
         self._closed = False
 
     def take(self) -> Any:
-        """The newest kept connection, or a new one (it connects as it sends)."""
+        """The newest kept connection, or a new one (not connected yet)."""
         return self._idle.pop()[0] if self._idle else self._link.pool.make_connection()
 
     async def give(self, conn: Any) -> None:
@@ -135,7 +135,11 @@ class WakeLists:
             self._conn = self._spares.take()
         if is_cut(self._conn):  # the server closed it while nobody waited
             await self._conn.disconnect(nowait=True)
-        return self._conn  # it connects as it sends
+        # connected here, as the pool does, not as it sends: a Sentinel's
+        # connection finds the primary in connect(); sending connects to its
+        # default address, localhost:6379
+        await self._conn.connect()
+        return self._conn
 
     async def _wait(self, timeout: float) -> bool:
         loop = asyncio.get_running_loop()
