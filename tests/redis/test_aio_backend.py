@@ -473,3 +473,24 @@ def test_a_wake_up_that_no_reserve_looked_at_goes_to_the_next_waiter(
                 await alone.close()
 
     run(main)
+
+
+@pytest.mark.timeout(30)
+def test_waits_keep_their_connection_after_a_close_and_a_new_loop(
+    server: RedisServer, raw_client: Callable[..., Any]
+) -> None:
+    """A closed AsyncQueue may be used again on another loop: its waits
+    there reuse their blocking connection as before the close."""
+    raw = raw_client(server)
+    q = chronoq.aio.connect(server.url)
+
+    async def waits() -> int:
+        assert await q.reserve("idle", wait=0.05) == []  # connections opened
+        before = raw.info("stats")["total_connections_received"]
+        for _ in range(5):
+            assert await q.reserve("idle", wait=0.05) == []
+        await q.close()
+        return int(raw.info("stats")["total_connections_received"] - before)
+
+    assert run(waits) == 0
+    assert run(waits) == 0  # a new loop, after the close

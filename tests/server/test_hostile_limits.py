@@ -5,6 +5,7 @@ on SIGTERM that exits 0, and one store option for every command."""
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import time
@@ -19,7 +20,9 @@ import pytest
 import redis
 
 import chronoq
+from chronoq import Job
 from chronoq.backends.redis.aio_watcher import SPARES
+from chronoq.job import prepare_job
 from chronoq.server import ServerSettings
 
 from ..redis_server import RedisServer
@@ -36,14 +39,17 @@ def wait_until(check: Callable[[], bool], what: str, limit: float = 10) -> None:
 # -- 2. a pop's topics: bounded, one wake-up, nothing left open ----------------------------
 
 
+@functools.cache
+def _admin(server: str) -> redis.Redis:
+    """One client per Redis server for the tests' looks, kept: a new one per
+    look would count among the connections they count."""
+    return redis.Redis.from_url(server)
+
+
 def _clients(store_url: str) -> tuple[int, int]:
     """The Redis server's connected and blocked clients (this one not counted)."""
-    client = redis.Redis.from_url(store_url.partition("?")[0])
-    try:
-        info = client.info("clients")
-        return int(info["connected_clients"]) - 1, int(info["blocked_clients"])
-    finally:
-        client.close()
+    info = _admin(store_url.partition("?")[0]).info("clients")
+    return int(info["connected_clients"]) - 1, int(info["blocked_clients"])
 
 
 @pytest.fixture
@@ -109,14 +115,91 @@ def _hang_up(live: LiveServer, path: str, body: dict[str, Any]) -> None:
     wait_until(lambda: live.app.polls.waiting == 0, "the hung-up pop still waits")
 
 
+def _connections_made(store_url: str) -> int:
+    """How many connections the Redis server has accepted so far."""
+    return int(_admin(store_url.partition("?")[0]).info("stats")["total_connections_received"])
+
+
 def test_a_hung_up_pop_releases_its_wait_at_once(popper: LiveServer, store_url: str) -> None:
-    before = _clients(store_url) if store_url.startswith("redis") else None
+    on_redis = store_url.startswith("redis")
+    before = _clients(store_url) if on_redis else None
+    made = _connections_made(store_url) if on_redis else 0
     for n in range(20):  # each on topics of its own: a watcher each while it waits
         _hang_up(popper, "/pop", {"topic": f"gone{n},other{n}"})
     # not after the 20 s of their pop_wait
     wait_until(lambda: popper.app.polls.watchers == 0, "a hung-up pop keeps its watcher")
     if before is not None:
         wait_until(lambda: _clients(store_url)[1] == before[1], "a hung-up pop stays blocked")
+        # each ended its wait with CLIENT UNBLOCK and kept the connection for
+        # the next: a few new connections for the 20, not one each
+        assert _connections_made(store_url) - made <= 3
+
+
+def test_long_polls_one_after_another_reuse_their_connection(redis_server: RedisServer) -> None:
+    store_url = f"{redis_server.url}?prefix=cq-{uuid.uuid4().hex[:12]}"
+    server = start_server(store_url)
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            assert http.post("/v1/topics/q0/reserve", json={"wait": 0.2}).json() == {"jobs": []}
+            made = _connections_made(store_url)
+            for n in range(10):  # empty: each waits, times out, and its hub ends
+                body = {"wait": 0.2}
+                assert http.post(f"/v1/topics/q{n}/reserve", json=body).json() == {"jobs": []}
+            for n in range(5):  # and each hangs up, on topic lists
+                _hang_up(server, "/pop", {"topic": f"h{n},q{n}"})
+            wait_until(lambda: server.app.polls.watchers == 0, "a watcher outlives its poll")
+        # 15 waits, not a connection each: at most a pool connection or two
+        # more, for calls of one poll's end and the next one's start at once
+        assert _connections_made(store_url) - made <= 3
+    finally:
+        server.stop()
+
+
+def test_a_wake_up_a_pop_did_not_use_goes_to_the_next(redis_server: RedisServer) -> None:
+    """Pop A on (b, a) blocks first, pop B on (a) second. One transaction
+    makes a job ready on a, then one on b: Redis hands a's token to A (first
+    in line on a's list), b's waits in b's list. A takes b's job (b comes
+    first in its list) and gives a's token back, so B gets a's job at once,
+    not at the end of its wait."""
+    store_url = f"{redis_server.url}?prefix=cq-{uuid.uuid4().hex[:12]}"
+    server = start_server(store_url, ServerSettings().with_limits(pop_wait=20))
+    try:
+        with chronoq.connect(store_url) as queue, ThreadPoolExecutor(2) as pool:
+            for topic in "ab":  # the store knows both topics, which hold nothing
+                queue.put(topic, 0, id="known")  # (nothing delayed: no due-time
+                queue.delete(topic, "known")  # timers, and their tokens, in the way)
+            blocked = _clients(store_url)[1]
+            with httpx.Client(base_url=server.url, timeout=30) as http_a:
+                pop_a = pool.submit(http_a.post, "/pop", json={"topic": "b,a"})
+                wait_until(lambda: _clients(store_url)[1] == blocked + 1, "pop A blocks")
+                with httpx.Client(base_url=server.url, timeout=30) as http_b:
+                    started = time.monotonic()
+                    pop_b = pool.submit(http_b.post, "/pop", json={"topic": "a"})
+                    wait_until(lambda: _clients(store_url)[1] == blocked + 2, "pop B blocks")
+                    _put_at_once(queue, [("a", "ja"), ("b", "jb")])
+                    assert pop_a.result(timeout=30).json()["data"]["id"] == "jb"
+                    assert pop_b.result(timeout=30).json()["data"]["id"] == "ja"
+                    assert time.monotonic() - started < 10  # not its 20 s pop_wait
+    finally:
+        server.stop()
+
+
+def _put_at_once(queue: chronoq.Queue, jobs: list[tuple[str, str]]) -> None:
+    """Put ``(topic, id)`` jobs, due now, in one Redis transaction: the
+    scripts' calls that ``RedisCore.put_many`` makes, in MULTI/EXEC, so that
+    Redis serves the blocked consumers only after all of them."""
+    core = queue.backend._core  # type: ignore[attr-defined]
+    client = redis.Redis(connection_pool=queue.backend._client.connection_pool)  # type: ignore[attr-defined]
+    commands = []
+    for topic, job_id in jobs:
+        steps = core.put_many(topic, [prepare_job(Job(1, id=job_id), 1 << 20)], False)
+        request = next(steps)  # the topic is known: the put's script calls
+        commands += list(request.commands)
+        steps.close()
+    transaction = client.pipeline(transaction=True)
+    for command in commands:
+        transaction.execute_command(*command)
+    assert all(not isinstance(reply, Exception) for reply in transaction.execute())
 
 
 def test_a_pop_is_woken_whatever_other_pops_on_its_topic_did(
@@ -168,11 +251,8 @@ def test_long_polls_leave_no_blocked_connections_behind(redis_server: RedisServe
 
 def _blpops(store_url: str) -> int:
     """The Redis server's connections whose last command was a BLPOP."""
-    client = redis.Redis.from_url(store_url.partition("?")[0])
-    try:
-        return sum(1 for entry in client.client_list() if entry["cmd"] == "blpop")
-    finally:
-        client.close()
+    client = _admin(store_url.partition("?")[0])
+    return sum(1 for entry in client.client_list() if entry["cmd"] == "blpop")
 
 
 # -- 4. connections: a head, a body and an idle spell each have a bound ------------------------
@@ -223,6 +303,27 @@ def test_a_half_sent_body_is_answered_408_and_closed(bounded: LiveServer) -> Non
         assert http.get("/v1/topics/t/stats").json()["total"] == 0
 
 
+def test_a_request_pipelined_behind_a_long_poll_is_answered_after_it(
+    bounded: LiveServer,
+) -> None:
+    """A request pipelined behind a long poll of 1.5 s, its body sent apart,
+    is answered after the poll, not timed out by the 0.5 s bounds."""
+    poll = b'{"wait": 1.5}'
+    put = b'{"id": "behind"}'
+    sock = _connect(bounded)
+    sock.sendall(
+        b"POST /v1/topics/p/reserve HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + f"Content-Length: {len(poll)}\r\n\r\n".encode() + poll
+        + b"POST /v1/topics/q/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        + f"Content-Length: {len(put)}\r\n\r\n".encode()
+    )  # fmt: skip
+    wait_until(lambda: bounded.app.polls.waiting == 1, "the long poll does not wait")
+    sock.sendall(put)
+    data, _ = _until_closed(sock)
+    assert data.count(b"HTTP/1.1 ") == 2 and b" 408 " not in data, data
+    assert data.startswith(b"HTTP/1.1 200 ") and b"HTTP/1.1 201 " in data, data
+
+
 def test_an_idle_keep_alive_connection_is_closed(bounded: LiveServer) -> None:
     sock = _connect(bounded)
     sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
@@ -258,6 +359,14 @@ def test_connections_past_the_cap_are_answered_503_and_closed(
             data, took = _until_closed(_connect(live))
             assert data.startswith(b"HTTP/1.1 503 ") and took < 10, (data, took)
         wait_until(lambda: len(open_now) == 4, "refused connections left open")
+        # one whose client reads the answer and keeps its end open: closed by
+        # the server a second later all the same
+        stays = _connect(live)
+        assert stays.recv(65536).startswith(b"HTTP/1.1 503 ")
+        try:
+            wait_until(lambda: len(open_now) == 4, "a refused connection held open", limit=5)
+        finally:
+            stays.close()
     finally:
         for sock in held:
             sock.close()

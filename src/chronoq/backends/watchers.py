@@ -36,6 +36,12 @@ class AsyncWatcher(ABC):
         on this topic followed it): where the store tells one waiter alone
         (a Redis wake token), hand it to another one, or it is lost."""
 
+    def interrupt(self) -> bool:
+        """End a running wait now, as if its time ran out, and keep what it
+        holds; False when this watcher cannot, and the wait is to be
+        cancelled instead (also safe, but it may drop a connection)."""
+        return False
+
 
 class TopicsWatcher(AsyncWatcher):
     """The watchers of several topics, waiting as one: ``of(topic)`` is the

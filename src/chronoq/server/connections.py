@@ -10,7 +10,11 @@ connection's opening, or of the first byte of a later request on it, and
 its body within ``limits.body_timeout`` of its head; else it is answered 408
 and the connection closed. A connection opened while
 ``limits.max_connections`` are open is answered 503 at once and closed, so
-the server's descriptors stay bounded however many a client opens.
+the server's descriptors stay bounded however many a client opens. With
+TLS (``--ssl-*``) all of this starts once the handshake is done: a
+connection that never finishes one is closed by the event loop's own
+handshake timeout (uvloop: 60 s), so a server exposed to untrusted clients
+is better behind a proxy that ends TLS.
 
 The deadlines are kept as numbers, set in one override of
 ``data_received``, and checked by one sweep per server a few times per
@@ -21,6 +25,7 @@ timeout around each body, the put's share of hello-world fell from
 from __future__ import annotations
 
 import asyncio
+import logging
 import weakref
 from typing import Any
 
@@ -33,6 +38,8 @@ from chronoq.server.settings import Limits
 from chronoq.server.wire import ENCODER
 
 __all__ = ["BoundedHttp", "ServerConfig"]
+
+log = logging.getLogger("chronoq")
 
 _REFUSED_S = 1.0  # a refused connection is closed this long after its answer at most
 
@@ -96,7 +103,10 @@ class BoundedHttp(HttpToolsProtocol):
         super().data_received(data)
         cycle = self.cycle
         if cycle is not before and cycle is not None:  # a head came in
-            self._head_in = cycle.more_body  # its body is timed from here
+            # its body is timed from here; not one pipelined behind an answer
+            # still going (uvicorn reads it only after that answer)
+            pipelined = before is not None and not before.response_complete
+            self._head_in = cycle.more_body and not pipelined
             self._since = self.loop.time() if self._head_in else None
         elif self._head_in and cycle is not None and not cycle.more_body:
             self._since, self._head_in = None, False  # the rest of its body
@@ -154,11 +164,15 @@ def _sweep_for(protocol: BoundedHttp) -> None:
 
 
 async def _sweep(connections: set[Any], every: float) -> None:
-    """Each ``every`` seconds, close the connections whose request is late."""
+    """Each ``every`` seconds, close the connections whose request is late
+    (until the server's loop ends)."""
     loop = asyncio.get_running_loop()
     while True:
         await asyncio.sleep(every)
         now = loop.time()
         for connection in list(connections):
             if isinstance(connection, BoundedHttp):
-                connection.overdue(now)
+                try:
+                    connection.overdue(now)
+                except Exception:  # one connection's trouble must not end the sweep
+                    log.exception("could not time out a connection")

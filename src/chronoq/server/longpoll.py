@@ -32,6 +32,7 @@ __all__ = ["LongPolls"]
 log = logging.getLogger("chronoq")
 
 _MAX_WAIT_S = 300.0  # a hub's single wait on the store, when its waiters wait longer
+_INTERRUPT_S = 1.0  # an interrupted wait that takes longer to end is cancelled
 
 
 @dataclass(eq=False)
@@ -71,11 +72,11 @@ class _Hub:
         try:
             watcher = await self.polls.queue.watch_topics(self.topics)
             while self._head() is not None and not self.polls.closing.is_set():
-                self._tried.clear()
                 result = await self._serve(watcher)
                 # a wake-up of a topic that no reserve looked at goes to
                 # another waiter (a Redis token wakes one): it was for a job
                 await watcher.unused(self._tried)
+                self._tried.clear()
                 if result is None:
                     break
                 await self._wait(watcher, result)
@@ -84,6 +85,8 @@ class _Hub:
         finally:
             self.polls.hub_done(self)
             if watcher is not None:
+                with contextlib.suppress(ChronoqError):
+                    await watcher.unused(self._tried)  # woken, then nobody was left
                 with contextlib.suppress(ChronoqError):
                     await watcher.close()  # hands on a due-time wake-up it holds
 
@@ -134,11 +137,21 @@ class _Hub:
             for stop in stops:
                 stop.cancel()
             if not waiting.done():
-                waiting.cancel()  # a watcher's wait may be cancelled safely
-                with contextlib.suppress(asyncio.CancelledError, ChronoqError):
-                    await waiting
+                await self._stop_waiting(watcher, waiting)
         if waiting.done() and not waiting.cancelled() and waiting.exception() is not None:
             raise waiting.exception()  # type: ignore[misc]
+
+    @staticmethod
+    async def _stop_waiting(watcher: TopicsWatcher, waiting: asyncio.Future[None]) -> None:
+        """End ``waiting`` now: as its own time would where the watcher can
+        (on Redis it keeps its connection, and a token that came meanwhile),
+        else, or if that takes long, cancelled (safe too)."""
+        if watcher.interrupt():
+            await asyncio.wait({waiting}, timeout=_INTERRUPT_S)
+        if not waiting.done():
+            waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError, ChronoqError):
+            await waiting
 
     def _fail(self, exc: Exception) -> None:
         for waiter in self.waiters:

@@ -115,17 +115,17 @@ class Server(uvicorn.Server):
             # uvicorn raises the signal it stopped on again once it has stopped,
             # so a clean stop on SIGTERM would end with status 143: supervisors
             # and scripts would report a failure
-            if self.drained:
-                self._captured_signals = [
-                    sig for sig in self._captured_signals if sig != signal.SIGTERM
-                ]
+            captured = getattr(self, "_captured_signals", None)  # uvicorn's own list
+            if self.drained and captured is not None:
+                self._captured_signals = [sig for sig in captured if sig != signal.SIGTERM]
 
 
 def _room_for(connections: int) -> None:
-    """Raise this process's limit on open files to hold ``connections`` (and
-    the store's, and the files it reads), up to the hard limit; say so when
-    it cannot, rather than fail to accept at the 1,025th connection."""
-    wanted = connections + _SPARE_FILES
+    """Raise this process's limit on open files to hold ``connections``, a
+    store connection for each (a long poll's on Redis), and the rest, up to
+    the hard limit; say so when it cannot, rather than fail to accept at the
+    1,025th connection."""
+    wanted = 2 * connections + _SPARE_FILES
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < wanted:
         raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
@@ -134,8 +134,8 @@ def _room_for(connections: int) -> None:
             soft = raised
     if soft != resource.RLIM_INFINITY and soft < wanted:
         log.warning(
-            "this process may open %d files, fewer than limits.max_connections (%d) and %d "
-            "more need: raise `ulimit -n`, or lower max_connections",
+            "this process may open %d files, fewer than limits.max_connections (%d), a store "
+            "connection each and %d more need: raise `ulimit -n`, or lower max_connections",
             soft, connections, _SPARE_FILES,
         )  # fmt: skip
 

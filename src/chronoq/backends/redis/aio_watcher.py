@@ -20,6 +20,7 @@ it stood for would wait for some other change to be seen."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
@@ -102,11 +103,26 @@ class WakeLists:
         self._on_wake = on_wake
         self._conn: Any = None
         self._token: tuple[str, Any] | None = None  # the last wait's (list, token)
+        self._timer: asyncio.Timeout | None = None  # the running wait's own timer
+        self._interrupted = False
 
     async def wait(self, timeout: float) -> bool:
         self._token = None
-        with errors(self._url):
-            return await self._wait(timeout)
+        try:
+            with errors(self._url):
+                return await self._wait(timeout)
+        finally:
+            self._interrupted = False
+
+    def interrupt(self) -> None:
+        """End the running wait now (or the next, if it has not begun), the
+        way its own timer does (``CLIENT UNBLOCK``): the connection is kept,
+        and a token that came meanwhile is not lost, where cancelling the
+        wait would lose both."""
+        self._interrupted = True
+        if self._timer is not None:
+            with contextlib.suppress(RuntimeError):  # its time is up already
+                self._timer.reschedule(asyncio.get_running_loop().time())
 
     async def give_back(self, tried: Collection[str]) -> None:
         """The token that ended the last wait goes back to its list (at the
@@ -144,14 +160,20 @@ class WakeLists:
     async def _wait(self, timeout: float) -> bool:
         loop = asyncio.get_running_loop()
         timer = asyncio.timeout_at(loop.time() + max(timeout, 0.0))  # from now
-        conn = await self._connection()
+        conn = self._conn
         try:
+            # inside the try: a cancel during the handshake must not leave a
+            # half-connected connection to the next waiter
+            conn = await self._connection()
             await conn.send_packed_command(
                 conn.pack_commands(blocking_pop(self._keys, timeout)), check_health=False
             )
             client_id = await conn.read_response()
             try:
                 async with timer:
+                    self._timer = timer
+                    if self._interrupted:
+                        timer.reschedule(loop.time())
                     # cancelled by our timer, the read leaves the connection as it
                     # was: the BLPOP reply is still to come
                     reply = await conn.read_response(
@@ -163,16 +185,32 @@ class WakeLists:
             except TimeoutError:
                 if not timer.expired():
                     raise
+            finally:
+                self._timer = None
             await self._link.call("CLIENT", "UNBLOCK", client_id)
             # nil after the unblock, or a token that arrived just before it
             return self._woken(await conn.read_response())
         except BaseException:
             # cancelled or cut: a BLPOP may still be pending on it
-            await conn.disconnect(nowait=True)
+            if conn is not None:
+                await conn.disconnect(nowait=True)
             raise
 
 
-class AsyncRedisWatcher(AsyncWatcher, TimerHolder):
+class _OnWakeLists:
+    """A watcher whose waits are those of its ``WakeLists``."""
+
+    _lists: WakeLists
+
+    async def wait(self, timeout: float) -> bool:
+        return await self._lists.wait(timeout)
+
+    def interrupt(self) -> bool:
+        self._lists.interrupt()
+        return True
+
+
+class AsyncRedisWatcher(_OnWakeLists, AsyncWatcher, TimerHolder):
     """A waiter of one topic: its timers, and the wake lists it waits on
     (its own, closed with it, unless ``owns_lists`` is False: a part of a
     ``RedisTopicsWatcher``)."""
@@ -189,9 +227,6 @@ class AsyncRedisWatcher(AsyncWatcher, TimerHolder):
         self._hand_over = hand_over
         self._owns_lists = owns_lists
 
-    async def wait(self, timeout: float) -> bool:
-        return await self._lists.wait(timeout)
-
     async def unused(self) -> None:
         await self._lists.give_back(())
 
@@ -203,15 +238,12 @@ class AsyncRedisWatcher(AsyncWatcher, TimerHolder):
                 await self._lists.close()
 
 
-class RedisTopicsWatcher(TopicsWatcher):
+class RedisTopicsWatcher(_OnWakeLists, TopicsWatcher):
     """Several topics' waiters on one BLPOP over all their wake lists."""
 
     def __init__(self, parts: Mapping[str, AsyncRedisWatcher], lists: WakeLists) -> None:
         super().__init__(parts)
         self._lists = lists
-
-    async def wait(self, timeout: float) -> bool:
-        return await self._lists.wait(timeout)
 
     async def unused(self, tried: Collection[str] = ()) -> None:
         await self._lists.give_back(tried)
