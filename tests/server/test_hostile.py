@@ -2,8 +2,9 @@
 against a real server on each backend: Host names that only look like
 loopback, the server's own topics through a glob and through the
 compatibility protocols, a foreign ``Referer``, ids that no URL can carry,
-and the store's URL shown to strangers. The connection limits, the pop's
-topic limit and the process-level findings are in test_hostile_limits.py."""
+and the store's URL shown to strangers. The connection limits and the pop's
+topic limit are in test_hostile_limits.py, the process's findings in
+test_hostile_process.py, and a rebound name in Chromium in test_ui_browser.py."""
 
 from __future__ import annotations
 

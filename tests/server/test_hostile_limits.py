@@ -1,7 +1,7 @@
 """What a hostile client tried against ``chronoq serve`` (issue 24), part
 two: a pop on thousands of topics, connections that never finish a request
-or never send one, a flood of connections; and the process itself: a stop
-on SIGTERM that exits 0, and one store option for every command."""
+or never send one, a flood of connections. The process itself (its exit on
+SIGTERM, its store option) is in test_hostile_process.py."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ import json
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,7 +25,7 @@ from chronoq.job import prepare_job
 from chronoq.server import ServerSettings
 
 from ..redis_server import RedisServer
-from .live import LiveServer, ServeProcess, start_server
+from .live import LiveServer, start_server
 
 
 def wait_until(check: Callable[[], bool], what: str, limit: float = 10) -> None:
@@ -373,60 +372,3 @@ def test_connections_past_the_cap_are_answered_503_and_closed(
     wait_until(lambda: len(open_now) == 0, "the held connections closed")
     with httpx.Client(base_url=live.url) as http:
         assert http.get("/healthz").status_code == 200
-
-
-# -- 8 and 9: the process: exit 0 on SIGTERM; one store option for every command -------------
-
-
-@pytest.fixture
-def processes() -> Iterator[list[ServeProcess]]:
-    started: list[ServeProcess] = []
-    yield started
-    for process in started:
-        process.kill()
-
-
-def test_sigterm_after_a_clean_drain_exits_0(tmp_path: Path, processes: list[ServeProcess]) -> None:
-    server = ServeProcess(tmp_path)
-    processes.append(server)
-    assert httpx.post(f"{server.url}/v1/topics/t/jobs", json={}).status_code == 201
-    assert server.stop() == 0
-    log = server.log.read_text()
-    assert "Traceback" not in log and "ERROR" not in log, log
-
-
-@pytest.mark.parametrize("given", ["after", "before", "env"])
-def test_every_form_of_the_store_option_reaches_the_store(
-    tmp_path: Path, store_url: str, processes: list[ServeProcess], given: str
-) -> None:
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    server = ServeProcess(tmp_path, store=store_url, given=given, cwd=cwd)
-    processes.append(server)
-    answer = httpx.post(f"{server.url}/v1/topics/where/jobs", json={"id": "here"})
-    assert answer.status_code == 201
-    with chronoq.connect(store_url) as queue:
-        assert queue.get("where", "here") is not None  # in that store
-    assert list(cwd.iterdir()) == []  # not in a ./chronoq.db of its own
-    assert server.stop() == 0
-    with chronoq.connect(store_url) as queue:
-        shown = queue.url
-    assert f"store {shown}" in server.log.read_text()  # the banner names it
-
-
-def test_the_banner_hides_the_store_s_password(
-    tmp_path: Path, processes: list[ServeProcess]
-) -> None:
-    secured = RedisServer(tmp_path / "redis")
-    try:
-        redis.Redis(port=secured.port).config_set("requirepass", "hunter2")
-        url = f"redis://:hunter2@127.0.0.1:{secured.port}/0?prefix=banner"
-        server = ServeProcess(tmp_path, store=url)
-        processes.append(server)
-        assert httpx.post(f"{server.url}/v1/topics/t/jobs", json={}).status_code == 201
-        assert server.stop() == 0
-        log = server.log.read_text()
-        assert f"store redis://:***@127.0.0.1:{secured.port}/0" in log
-        assert "hunter2" not in log
-    finally:
-        secured.stop()
