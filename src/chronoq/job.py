@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import json.scanner
 import math
-import re
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -15,6 +14,14 @@ from typing import Any, NamedTuple
 
 from chronoq.errors import InvalidInput, InvalidJob
 from chronoq.ids import new_id
+from chronoq.names import (
+    ID_PATTERN,
+    NEW_ID_PATTERN,
+    TOPIC_PATTERN,
+    validate_id,
+    validate_new_id,
+    validate_topic,
+)
 from chronoq.states import EventKind, State
 
 __all__ = [
@@ -50,14 +57,6 @@ DEFAULT_MAX_PAYLOAD = 1024 * 1024
 MAX_PRIORITY = 1000
 YEAR_10000 = 253_402_300_800  # epoch seconds: a run_at from there on is a unit mistake
 MAX_DURATION_S = 10 * 365 * 24 * 3600  # ten years: beyond that it is a unit mistake
-TOPIC_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}"
-ID_PATTERN = r"[!-~]{1,256}"  # printable ASCII, no whitespace
-# a new job's id: besides, not "." or "..", which no URL can carry as a path
-# segment (clients and browsers resolve them away)
-NEW_ID_PATTERN = r"(?!\.\.?$)" + ID_PATTERN
-_TOPIC_RE = re.compile(TOPIC_PATTERN)
-_ID_RE = re.compile(ID_PATTERN)
-_NEW_ID_RE = re.compile(NEW_ID_PATTERN)
 _BYTES_TAG = b"\x00"  # JSON text never starts with NUL, so one byte tells bytes apart
 _BINARY = (bytes, bytearray, memoryview)
 
@@ -249,38 +248,6 @@ class LogRead:
     lost: int
     head: int
     upto: int
-
-
-def validate_topic(topic: object) -> str:
-    if not isinstance(topic, str) or not _TOPIC_RE.fullmatch(topic):
-        raise InvalidInput(
-            f"invalid topic {topic!r}: use 1-128 characters of A-Z a-z 0-9 . _ : -, "
-            "starting with a letter or digit"
-        )
-    return topic
-
-
-def validate_id(job_id: object) -> str:
-    """An id to look a job up by: 1-256 printable ASCII characters, no spaces."""
-    if not isinstance(job_id, str) or not _ID_RE.fullmatch(job_id):
-        raise InvalidInput(
-            f"invalid job id {job_id!r}: use 1-256 printable ASCII characters without "
-            "spaces, or leave it out to get a generated one"
-        )
-    return job_id
-
-
-def validate_new_id(job_id: object) -> str:
-    """A new job's id: as ``validate_id``, and neither ``.`` nor ``..`` (no
-    URL can name them: jobs put before they were refused stay reachable)."""
-    if isinstance(job_id, str) and _NEW_ID_RE.fullmatch(job_id):
-        return job_id
-    if job_id in (".", ".."):
-        raise InvalidInput(
-            f"invalid job id {job_id!r}: '.' and '..' cannot be addressed in a URL; "
-            "use another id, or leave it out to get a generated one"
-        )
-    return validate_id(job_id)
 
 
 def _finite(value: int | float) -> bool:

@@ -4,7 +4,6 @@ coroutine. The argument checks are the same functions (``chronoq.calls``)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import time
 from collections.abc import Iterable, Sequence
@@ -12,6 +11,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any
 
+from chronoq.aio.giving_back import GivingBack
 from chronoq.aio.waiting import WAKE_EARLY_S, wait_for_jobs
 from chronoq.backends import StoreURL, open_backend
 from chronoq.backends.base import AsyncBackend, AsyncWatcher, ReserveResult, TopicsWatcher
@@ -30,7 +30,7 @@ from chronoq.calls import (
     reschedule_args,
     reserve_args,
 )
-from chronoq.errors import ChronoqError, LeaseLost
+from chronoq.errors import LeaseLost
 from chronoq.job import (
     DEFAULT_MAX_PAYLOAD,
     EventPage,
@@ -80,7 +80,9 @@ class AsyncQueue:
         self.backend = backend
         self.max_payload = max_payload
         self.backoff = backoff or Backoff()
-        self._giving_back: set[asyncio.Task[None]] = set()
+        self._give_back = GivingBack(
+            lambda job: self.release(job, error="the reserve was cancelled")
+        )
 
     @classmethod
     def from_queue(cls, queue: Queue) -> AsyncQueue:
@@ -197,23 +199,6 @@ class AsyncQueue:
             # their ttr ran out: let it finish and give them back at once
             self._give_back(call)
             raise
-
-    def _give_back(self, leased: list[Reservation] | asyncio.Future[ReserveResult]) -> None:
-        """Release, in a task of its own that a further cancel does not stop,
-        the jobs a cancelled ``reserve`` leased (or those ``leased`` will)."""
-
-        async def give_back() -> None:
-            with contextlib.suppress(ChronoqError):
-                jobs = leased if isinstance(leased, list) else (await leased).jobs
-                for job in jobs:
-                    with contextlib.suppress(ChronoqError):
-                        await self.release(job, error="the reserve was cancelled")
-
-        if isinstance(leased, list) and not leased:
-            return
-        task = asyncio.get_running_loop().create_task(give_back())
-        self._giving_back.add(task)  # a task nobody refers to may be collected
-        task.add_done_callback(self._giving_back.discard)
 
     async def watch(self, topic: str) -> AsyncWatcher:
         """See ``Queue.watch``."""

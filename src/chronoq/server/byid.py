@@ -218,7 +218,8 @@ class IdJobs:
     # -- the operations ---------------------------------------------------------------
 
     def _job(self, topic: str, job_id: str, payload: Any, delay: float, ttr: float) -> Job:
-        check_not_internal(topic)
+        # the topic is not one of the server's own: each protocol's push checked
+        # that first (check_not_internal), before the token
         if not 0 <= delay <= MAX_DELAY_S:  # NaN too
             raise Refused(f"delay must be from 0 to {MAX_DELAY_S} seconds, got {delay!r}")
         # ouqiang's longest delay is past chronoq's ten-year cap on a delay; a

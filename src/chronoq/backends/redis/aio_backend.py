@@ -4,6 +4,7 @@ ones the blocking backend runs), their round trips made on the event loop."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar, cast
 
@@ -21,6 +22,7 @@ from chronoq.backends.redis.aio_watcher import (
 from chronoq.backends.redis.core import RedisCore
 from chronoq.backends.redis.operations import operation
 from chronoq.backends.redis.steps import REDIS_ERRORS, Pipeline, Steps, translated
+from chronoq.backends.redis.watcher import woken
 from chronoq.errors import ChronoqError
 
 __all__ = ["AsyncRedisBackend"]
@@ -91,18 +93,18 @@ class AsyncRedisBackend(AsyncBackend):
         return RedisTopicsWatcher(parts, lists)
 
     def _wake_lists(self, topics: Sequence[str]) -> WakeLists:
-        topic_of = {key: topic for topic in topics for key in self._core.wake_keys(topic)}
+        keys = {topic: self._core.wake_keys(topic) for topic in topics}
+        topic_of = {key: topic for topic, its in keys.items() for key in its}
         on_wake = None
         if self.shards > 1:
-            hints = self._core.hints
+            marks = [
+                (its, functools.partial(self._core.hints.mark, topic))
+                for topic, its in keys.items()
+            ]
 
             def on_wake() -> None:
-                # one BLPOP serves its lists in key order: a token of a later
-                # shard can wait behind the earlier ones', so after a wake every
-                # shard is worth a look (seen in bench/cluster: jobs up to 0.9 s late)
-                for topic in topics:
-                    for shard in range(self.shards):
-                        hints.mark(topic, shard)
+                for its, mark in marks:
+                    woken(its, mark)  # every shard of every topic: see woken()
 
         return WakeLists(self._link, self._spares, topic_of, self.url, on_wake)
 
