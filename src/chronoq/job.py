@@ -328,9 +328,10 @@ def _check_int(value: object, name: str, low: int, high: int) -> int:
     raise InvalidInput(f"{name} must be an integer from {low} to {high}, got {value!r}")
 
 
-# Job's defaults: a job that keeps one (the usual case) skips its check. They
-# are told by identity, so False for 0 or 5.0 for 5 still meet the checks, and
-# an equal value given explicitly is checked as before, with the same result.
+# Job's defaults: a job that keeps one (the usual case) skips its check. The
+# integers are told by identity, so False for 0 or 5.0 for 5 still meet the
+# checks; the floats by exact type and value (a 30.0 in a signature elsewhere
+# is another object), which gives the same result as their checks.
 _DEFAULT = Job()
 _TTR_MS = duration_ms(_DEFAULT.ttr, "ttr", minimum_ms=1)
 _UNIQUE_FOR_MS = duration_ms(_DEFAULT.unique_for, "unique_for")
@@ -357,13 +358,16 @@ def prepare_job(job: Job, max_payload: int, index: int | None = None) -> NewJob:
         if priority is not default.priority:
             priority = _check_int(priority, "priority", -MAX_PRIORITY, MAX_PRIORITY)
         ttr = job.ttr
-        ttr_ms = _TTR_MS if ttr is default.ttr else duration_ms(ttr, "ttr", minimum_ms=1)
+        # the float defaults by value: a 30.0 in another signature is another object
+        ttr_ms = (
+            _TTR_MS if type(ttr) is float and ttr == 30.0 else duration_ms(ttr, "ttr", minimum_ms=1)
+        )
         attempts = job.max_attempts
         if attempts is not default.max_attempts:
             attempts = _check_int(attempts, "max_attempts", 1, 1_000_000)
         unique_for = job.unique_for
         unique_ms = _UNIQUE_FOR_MS
-        if unique_for is not default.unique_for:
+        if type(unique_for) is not float or unique_for != default.unique_for:
             unique_ms = duration_ms(unique_for, "unique_for")
         generated = job_id is None
         fields = (new, payload, delay_ms, at_ms, priority, ttr_ms, attempts, unique_ms, generated)

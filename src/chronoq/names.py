@@ -25,12 +25,21 @@ _TOPIC_RE = re.compile(TOPIC_PATTERN)
 _ID_RE = re.compile(ID_PATTERN)
 
 
+_valid_topics: set[str] = set()  # checked already: a producer puts to few topics, often
+
+
 def validate_topic(topic: object) -> str:
+    if type(topic) is str and topic in _valid_topics:
+        return topic
     if not isinstance(topic, str) or not _TOPIC_RE.fullmatch(topic):
         raise InvalidInput(
             f"invalid topic {topic!r}: use 1-128 characters of A-Z a-z 0-9 . _ : -, "
             "starting with a letter or digit"
         )
+    if type(topic) is str:
+        if len(_valid_topics) >= 4096:  # topics come and go: stay bounded
+            _valid_topics.clear()
+        _valid_topics.add(topic)
     return topic
 
 

@@ -21,6 +21,7 @@ from chronoq.backends.redis.aio_watcher import (
 )
 from chronoq.backends.redis.core import RedisCore
 from chronoq.backends.redis.operations import operation
+from chronoq.backends.redis.packing import Packed
 from chronoq.backends.redis.steps import REDIS_ERRORS, Pipeline, Steps, translated
 from chronoq.backends.redis.watcher import woken
 from chronoq.errors import ChronoqError
@@ -69,7 +70,9 @@ class AsyncRedisBackend(AsyncBackend):
         try:
             while True:
                 request = steps.send(reply)
-                if isinstance(request, Pipeline):
+                if type(request) is Packed:
+                    reply = await self._link.roundtrip(request)
+                elif isinstance(request, Pipeline):
                     reply = await self._link.pipeline(request.commands, request.on_reply)
                 else:
                     reply = await self._link.command(*request.args)

@@ -22,6 +22,7 @@ from chronoq.backends.redis.cluster_link import (
     RoundTrip,
 )
 from chronoq.backends.redis.core import RedisCore
+from chronoq.backends.redis.packing import Packed, Wired
 from chronoq.backends.redis.slotmap import Address, SlotMap, parse_slots
 from chronoq.backends.redis.timers import TimerHolder
 from chronoq.backends.watchers import watch_each
@@ -77,7 +78,7 @@ class AsyncClusterLink:
 
     async def pipeline(
         self,
-        commands: Iterable[tuple[Any, ...]],
+        commands: Iterable[Wired],
         on_reply: Callable[[int, Any], None] | None = None,
     ) -> list[Any]:
         """As ``ClusterLink.pipeline`` with ``raise_on_error=False``: each
@@ -110,6 +111,10 @@ class AsyncClusterLink:
         for address in plan.load_on:
             await self._load_library(address)
         plan.load_on.clear()
+
+    async def roundtrip(self, command: Packed) -> Any:
+        """As ``ClusterLink.roundtrip``."""
+        return (await self.pipeline([command]))[0]
 
     async def command(self, *args: Any) -> Any:
         [reply] = await self.pipeline([args])

@@ -15,6 +15,7 @@ import redis.asyncio
 from redis.exceptions import ResponseError
 
 from chronoq.backends.redis.link import readable
+from chronoq.backends.redis.packing import Packed, Wired
 
 __all__ = ["AsyncLink", "is_cut"]
 
@@ -55,9 +56,25 @@ class AsyncLink:
             raise reply
         return reply
 
+    async def roundtrip(self, command: Packed) -> Any:
+        """As ``Link.roundtrip``: one packed command, its reply (an error reply
+        in its place)."""
+        conn = await self.connection()
+        try:
+            await conn.send_packed_command([command.wire()], check_health=False)
+            try:
+                return await conn.read_response()
+            except ResponseError as exc:
+                return exc
+        except BaseException:
+            await conn.disconnect(nowait=True)  # as in pipeline
+            raise
+        finally:
+            await self.pool.release(conn)
+
     async def pipeline(
         self,
-        commands: Iterable[tuple[Any, ...]],
+        commands: Iterable[Wired],
         on_reply: Callable[[int, Any], None] | None = None,
     ) -> list[Any]:
         """As ``Link.pipeline`` with ``raise_on_error=False``: each command sent
@@ -68,7 +85,10 @@ class AsyncLink:
         try:
             count = 0
             for command in commands:
-                await conn.send_packed_command(conn.pack_command(*command), check_health=False)
+                packed = (
+                    [command.wire()] if isinstance(command, Packed) else conn.pack_command(*command)
+                )
+                await conn.send_packed_command(packed, check_health=False)
                 count += 1
             replies = []
             for index in range(count):

@@ -20,6 +20,7 @@ from chronoq.backends.redis.aio_backend import AsyncRedisBackend
 from chronoq.backends.redis.core import RedisCore
 from chronoq.backends.redis.link import Link
 from chronoq.backends.redis.operations import operation
+from chronoq.backends.redis.packing import Packed
 from chronoq.backends.redis.steps import REDIS_ERRORS, Pipeline, Steps, translated
 from chronoq.backends.redis.urls import (
     SENTINEL_SCHEMES,
@@ -140,7 +141,9 @@ class RedisBackend(Backend):
         try:
             while True:
                 request = steps.send(reply)
-                if isinstance(request, Pipeline):
+                if type(request) is Packed:
+                    reply = self._link.roundtrip(request)
+                elif isinstance(request, Pipeline):
                     reply = self._link.pipeline(request.commands, False, request.on_reply)
                 else:
                     reply = self._link.command(*request.args)

@@ -30,6 +30,7 @@ import redis
 from redis.exceptions import AskError, MovedError
 
 from chronoq.backends.redis.link import Link, Sent
+from chronoq.backends.redis.packing import Packed, Wired, unpacked
 from chronoq.backends.redis.scripts import not_loaded
 from chronoq.backends.redis.slotmap import (
     Address,
@@ -172,10 +173,10 @@ class RoundTrip:
         self,
         slots: SlotMap,
         budget: float,
-        commands: Iterable[tuple[Any, ...]],
+        commands: Iterable[Wired],
         on_reply: Callable[[int, Any], None] | None,
     ) -> None:
-        listed = list(commands)
+        listed = unpacked(list(commands))  # routed by key: see packing.py
         self.wait = listed.pop() if listed and str(listed[-1][0]).upper() == "WAIT" else None
         self.commands = listed
         self.on_reply = on_reply
@@ -280,7 +281,7 @@ class ClusterLink:
 
     def pipeline(
         self,
-        commands: Iterable[tuple[Any, ...]],
+        commands: Iterable[Wired],
         raise_on_error: bool = True,
         on_reply: Callable[[int, Any], None] | None = None,
     ) -> list[Any]:
@@ -324,6 +325,10 @@ class ClusterLink:
 
     def call(self, *args: Any) -> Any:
         return self.pipeline([args])[0]
+
+    def roundtrip(self, command: Packed) -> Any:
+        """As ``Link.roundtrip``, routed and redirected as ``pipeline``."""
+        return self.pipeline([command], False)[0]
 
     def command(self, *args: Any) -> Any:
         """One command, its reply parsed the redis-py way (a set for SMEMBERS…)."""

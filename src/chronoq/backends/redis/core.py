@@ -26,6 +26,7 @@ from chronoq.backends.redis.codec import (
 )
 from chronoq.backends.redis.hints import ShardHints
 from chronoq.backends.redis.keys import logs_key, shard_keys, shard_of, topics_key
+from chronoq.backends.redis.packing import Head
 from chronoq.backends.redis.scripts import Scripts
 from chronoq.backends.redis.steps import Command, Pipeline, Steps
 from chronoq.backends.redis.timers import TimerHolder
@@ -76,6 +77,7 @@ class RedisCore:
         self.replica_timeout_ms = replica_timeout_ms
         self.scripts = Scripts()
         self._key_cache: dict[tuple[str, int], list[str]] = {}
+        self._heads: dict[tuple[str, str, int], Head] = {}
         self._topic_sets = (topics_key(prefix), logs_key(prefix))
         self._known_topics: set[str] = set()
         self.hints = ShardHints(shards)
@@ -92,12 +94,28 @@ class RedisCore:
             )
         return keys
 
+    def _head(self, name: str, topic: str, shard: int) -> Head:
+        """What every call of function ``name`` on this shard starts with, packed."""
+        head = self._heads.get((name, topic, shard))
+        if head is None:
+            if len(self._heads) > 10_000:  # as _key_cache
+                self._heads.clear()
+            head = self._heads[name, topic, shard] = self.scripts.head(
+                name, self.keys(topic, shard), self.events_max
+            )
+        return head
+
     def wake_keys(self, topic: str) -> list[str]:
         """The wake list of each shard of ``topic``: what a watcher blocks on."""
         return [self.keys(topic, shard)[7] for shard in range(self.shards)]
 
     def _run(self, name: str, topic: str, shard: int, *args: Any) -> Steps[Any]:
-        return (yield from self._run_many(name, topic, [(shard, list(args))]))[0]
+        """One script call; its reply."""
+        if self.replicas:  # then WAIT in the same round trip
+            return (yield from self._run_many(name, topic, [(shard, list(args))]))[0]
+        if name in _AVAILING and self.shards > 1:
+            self.hints.mark(topic, shard)
+        return (yield from self.scripts.call(self._head(name, topic, shard), args))
 
     def _run_many(
         self,
@@ -108,10 +126,9 @@ class RedisCore:
     ) -> Steps[list[Any]]:
         """One script call per ``(shard, args)``, in order, in one round trip;
         ``on_reply`` sees each reply as it arrives (see Scripts.run)."""
-        events_max = self.events_max
         if name in _AVAILING and self.shards > 1:
             calls = self._marking(topic, calls)
-        keyed = ((self.keys(topic, shard), [events_max, *args]) for shard, args in calls)
+        keyed = ((self._head(name, topic, shard), args) for shard, args in calls)
         wait = None
         if self.replicas and name not in _READ_ONLY:
             wait = (self.replicas, self.replica_timeout_ms)
@@ -157,8 +174,14 @@ class RedisCore:
     # -- producing ---------------------------------------------------------------------
 
     def put_many(self, topic: str, jobs: Sequence[NewJob], replace: bool) -> Steps[list[PutResult]]:
-        yield from self._register(topic)
+        if topic not in self._known_topics:
+            yield from self._register(topic)
         flag = "1" if replace else "0"
+        if len(jobs) == 1:  # a single put: the shortest path (its client time is most of it)
+            job = jobs[0]
+            shard = shard_of(job.id, self.shards)
+            reply = yield from self._run("put", topic, shard, flag, pack_new_job(job))
+            return [PutResult(job.id, reply[0] == 1, reply[1])]
         groups = self._by_shard([job.id for job in jobs])
         # calls of at most _PUT_CHUNK jobs keep Redis free for others between them
         # (about 1 ms each); each reply is read while Redis runs the next call

@@ -19,28 +19,57 @@ from typing import Any, cast
 import redis
 from redis.exceptions import ResponseError
 
+from chronoq.backends.redis.packing import Packed, Wired
+
 __all__ = ["Link", "Sent"]
+
+
+_forks = 0  # how many forks this process is from the one that imported this
+
+
+def _forked() -> None:
+    global _forks
+    _forks += 1
+
+
+# a child's connections are its own: counted rather than os.getpid() per call
+# (a system call; glibc does not cache it)
+os.register_at_fork(after_in_child=_forked)
 
 
 class _Held:
     """A thread's connection, kept in its thread-local storage: when the thread
     ends, this is freed and the connection goes back to the pool."""
 
-    __slots__ = ("__weakref__", "conn", "open", "pid")
+    __slots__ = ("__weakref__", "conn", "forks", "open", "polled", "poller")
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
-        self.pid = os.getpid()
+        self.forks = _forks
         self.open = False  # connected and used by a call that went through
+        self.poller = select.poll()
+        self.polled: Any = None  # the socket the poller watches
 
-
-def _cut(conn: Any) -> bool:
-    """Whether an idle connection has something to read: the end of file of a
-    server that closed it, or bytes nobody asked for. Either way it is not fit
-    to send on. One poll of the socket (redis-py's ``can_read`` tries a read:
-    a tenth of a single put's client time)."""
-    sock = getattr(conn, "_sock", None)
-    return sock is not None and readable(sock)  # not connected: it connects before sending
+    def cut(self) -> bool:
+        """Whether the idle connection has something to read: the end of file
+        of a server that closed it, or bytes nobody asked for. Either way it is
+        not fit to send on. One poll of the socket (redis-py's ``can_read``
+        tries a read: a tenth of a single put's client time)."""
+        sock = self.conn._sock
+        if sock is None:
+            return False  # not connected: it connects before sending
+        if sock is not self.polled:
+            if self.polled is not None:
+                self.poller = select.poll()
+            try:
+                self.poller.register(sock, select.POLLIN)
+            except (OSError, ValueError):
+                return True
+            self.polled = sock
+        try:
+            return bool(self.poller.poll(0))
+        except (OSError, ValueError):
+            return True
 
 
 def readable(sock: Any) -> bool:
@@ -73,7 +102,7 @@ class Link:
     def _held(self) -> _Held:
         """This thread's connection (a child process opens its own)."""
         held = getattr(self._local, "held", None)
-        if held is not None and held.pid == os.getpid():
+        if held is not None and held.forks == _forks:
             return cast(_Held, held)
         fresh = self._local.held = _Held(self._pool.get_connection())
         # a thread pool or a server with a thread per request must not leak
@@ -91,7 +120,7 @@ class Link:
 
     def pipeline(
         self,
-        commands: Iterable[tuple[Any, ...]],
+        commands: Iterable[Wired],
         raise_on_error: bool = True,
         on_reply: Callable[[int, Any], None] | None = None,
     ) -> list[Any]:
@@ -109,16 +138,33 @@ class Link:
                     raise reply
         return replies
 
-    def send(self, commands: Iterable[tuple[Any, ...]]) -> Sent:
+    def send(self, commands: Iterable[Wired]) -> Sent:
         """The first half of a round trip: send ``commands`` on this thread's
         connection; ``collect`` reads their replies. Between the two, other
         connections may send theirs (a cluster's nodes work side by side)."""
+        held = self._ready()
+        conn = held.conn
+        count = 0
+        try:
+            for command in commands:
+                if isinstance(command, Packed):
+                    conn.send_packed_command([command.wire()], check_health=False)
+                else:
+                    conn.send_packed_command(conn.pack_command(*command), check_health=False)
+                count += 1
+        except BaseException:
+            conn.disconnect()  # a half-sent command must not be followed by the next
+            raise
+        return Sent(held, count)
+
+    def _ready(self) -> _Held:
+        """This thread's connection, fit to send on."""
         held = self._held()
         conn = held.conn
         # Commands are never sent twice: Redis may have run them before a cut
         # (a put of a generated id would be stored twice). A connection that
         # was cut while idle (a restart) shows it as end of file: open it again.
-        if held.open and _cut(conn):
+        if held.open and held.cut():
             conn.disconnect()
         held.open = False
         if conn._sock is None:
@@ -126,15 +172,24 @@ class Link:
             # overrides to ask where the primary is now (sending connects
             # without it, to the address of the last primary)
             conn.connect()
-        count = 0
+        return held
+
+    def roundtrip(self, command: Packed) -> Any:
+        """One packed command, one round trip: its reply (an error reply in its
+        place). ``pipeline`` for one command, without its bookkeeping: a single
+        put spent more time in that than in Redis."""
+        held = self._ready()
+        conn = held.conn
         try:
-            for command in commands:
-                conn.send_packed_command(conn.pack_command(*command), check_health=False)
-                count += 1
+            conn._sock.sendall(command.wire())
+            reply = conn.read_response()
+        except ResponseError as exc:
+            reply = exc
         except BaseException:
-            conn.disconnect()  # a half-sent command must not be followed by the next
+            conn.disconnect()  # half sent or half read: not fit for the next command
             raise
-        return Sent(held, count)
+        held.open = True
+        return reply
 
     def collect(self, sent: Sent, on_reply: Callable[[int, Any], None] | None = None) -> list[Any]:
         """The second half: a reply per command sent (an error reply in its place)."""

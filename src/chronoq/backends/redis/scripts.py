@@ -9,13 +9,14 @@ loaded again and the calls that found it missing are retried. No I/O here:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from typing import Any
 
 from redis.exceptions import ResponseError
 
+from chronoq.backends.redis.packing import Head, Packed
 from chronoq.backends.redis.steps import Pipeline, Steps
 
 __all__ = ["LIB_FILES", "SCRIPT_NAMES", "Scripts", "lib_source", "not_loaded"]
@@ -56,11 +57,12 @@ def _library() -> tuple[str, str]:
     running different chronoq versions do not replace each other's) and source."""
     lua = _lua()
     code = lib_source() + "".join(
-        f"\nredis.register_function('@_{name}', function(keys, args)\n"
-        "  begin_call(keys, args)\n"
-        "  local reply = (function()\n"
+        f"\nlocal function body_{name}()\n"
         f"{lua.joinpath(f'{name}.lua').read_text()}"
-        "  end)()\n"
+        "end\n"
+        f"redis.register_function('@_{name}', function(keys, args)\n"
+        "  begin_call(keys, args)\n"
+        f"  local reply = body_{name}()\n"
         "  flush_events()\n"
         "  return reply\n"
         "end)\n"
@@ -82,22 +84,42 @@ class Scripts:
         self.library, self.source = _library()
         self.functions = {name: f"{self.library}_{name}" for name in SCRIPT_NAMES}
 
+    def head(self, name: str, keys: list[str], *first: Any) -> Head:
+        """The arguments every call of function ``name`` on ``keys`` starts
+        with (then ``first``), packed once for all of them."""
+        return Head("FCALL", self.functions[name], len(keys), *keys, *first)
+
+    def call(self, head: Head, args: Sequence[Any]) -> Steps[Any]:
+        """One call in one round trip, on the shortest path (``run`` for one
+        call without ``WAIT``): a lone ``Packed`` request. Its reply; an error
+        reply is raised."""
+        command = Packed(head, args)
+        reply = yield command
+        if not_loaded(reply):  # it did not run: load the library, then call again
+            [loaded] = yield Pipeline([("FUNCTION", "LOAD", "REPLACE", self.source)])
+            if isinstance(loaded, Exception):
+                raise loaded
+            reply = yield command
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
     def run(
         self,
         name: str,
-        calls: Iterable[tuple[list[str], list[Any]]],
+        calls: Iterable[tuple[Head, list[Any]]],
         wait: tuple[int, int] | None = None,
         on_reply: Callable[[int, Any], None] | None = None,
     ) -> Steps[tuple[list[Any], int]]:
-        """Call function ``name`` once per ``(keys, args)`` in ``calls``, in order and
+        """Call function ``name`` once per ``(head, args)`` in ``calls`` (``head``
+        from ``self.head(name, ...)``: the keys and the first arguments), in order and
         in one round trip (each call is sent as soon as ``calls`` yields it). With
         ``wait = (replicas, timeout_ms)``, then ``WAIT`` on the same connection (it
         counts the replicas that have this connection's writes). Returns the
         replies and how many replicas confirmed (0 without ``wait``).
         ``on_reply(index, reply)`` sees each call's successful reply as soon as it
         is read (a call run again after loading the library: later, out of order)."""
-        function = self.functions[name]
-        commands: list[tuple[Any, ...]] = []
+        commands: list[Any] = []  # Packed calls, then WAIT
 
         def each(index: int, reply: Any) -> None:
             not_wait = wait is None or index < len(commands) - 1
@@ -105,8 +127,8 @@ class Scripts:
                 on_reply(index, reply)
 
         def sent() -> Iterator[tuple[Any, ...]]:
-            for keys, args in calls:
-                commands.append(("FCALL", function, len(keys), *keys, *args))
+            for head, args in calls:
+                commands.append(Packed(head, args))
                 yield commands[-1]
             if wait is not None:
                 commands.append(("WAIT", *wait))
@@ -127,7 +149,7 @@ class Scripts:
 
     def _load_and_run(
         self,
-        commands: list[tuple[Any, ...]],
+        commands: list[Any],
         missing: list[int],
         replies: list[Any],
         each: Callable[[int, Any], None],

@@ -16,6 +16,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from chronoq.backends.redis.packing import Packed, Wired
 from chronoq.errors import BackendUnavailable, ChronoqError
 
 __all__ = ["REDIS_ERRORS", "Command", "Pipeline", "Request", "Steps", "errors", "translated"]
@@ -30,7 +31,7 @@ class Pipeline:
     is read. Reply: the list of replies, an error reply as a ResponseError in
     its place. No command is ever sent twice."""
 
-    commands: Iterable[tuple[Any, ...]]
+    commands: Iterable[Wired]
     on_reply: Callable[[int, Any], None] | None = None
 
 
@@ -42,7 +43,9 @@ class Command:
     args: tuple[Any, ...]
 
 
-Request: TypeAlias = Pipeline | Command
+#: a lone ``Packed`` command is a request too: one round trip, its reply (an
+#: error reply in its place), on the drivers' shortest path
+Request: TypeAlias = Pipeline | Command | Packed
 #: an operation: yields requests, is sent their replies, returns its result
 Steps: TypeAlias = Generator[Request, Any, T]
 

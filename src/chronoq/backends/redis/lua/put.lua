@@ -10,9 +10,9 @@
 local now = now_ms()
 local replace = ARGV[2] == '1'
 local count = #ARGV - 2
-local seq = redis.call('INCRBY', K_SEQ, count) - count
+local seq = redis.call('INCRBY', K_SEQ, istr(count)) - count
 local out, ready, earliest = {}, 0, nil
-local first_delayed = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')[2]
+local first_delayed = redis.call('ZRANGE', K_DELAYED, '0', '0', 'WITHSCORES')[2]
 -- the writes of new jobs, sent as few variadic commands
 local records, delayed, readies, batch = {}, {}, {}, {}
 local events = EVENTS
@@ -45,7 +45,7 @@ for n = 3, #ARGV do
       struct.pack('>BI6hi6i6c0', PENDING * 32 + flags, due, prio, now, seq, string.sub(arg, pos + idlen))
     if generated == 0 then batch[id] = true end
     if due > now then
-      delayed[#delayed + 1], delayed[#delayed + 2] = due, id
+      delayed[#delayed + 1], delayed[#delayed + 2] = istr(due), id
       if not earliest or due < earliest then earliest = due end
     else
       readies[#readies + 1], readies[#readies + 2] = ready_score(prio, due), struct.pack('>i6c0', seq, id)

@@ -44,6 +44,10 @@ local EVENTS -- the packed events of this call (3_events: emit_event, flush_even
 local NOW -- set by now_ms(): every event of one script carries the same time
 local NOW_US -- the same instant in µs, for timing a wait to less than a ms
 
+-- A whole number as Redis reads it. Lua's own tostring (and an argument of
+-- redis.call) goes through printf's %.17g: a few µs for a 13-digit time.
+local function istr(n) return string.format('%d', n) end
+
 local function now_ms()
   local t = redis.call('TIME')
   NOW_US = tonumber(t[1]) * 1000000 + tonumber(t[2])

@@ -90,15 +90,16 @@ local function emit(kind, id, j, err) emit_event(kind, id, j.att, j.due, j.prio,
 local function flush_events()
   local n = #EVENTS
   if n == 0 then return end
-  local last = redis.call('INCRBY', K_EVSEQ, n)
+  local last = redis.call('INCRBY', K_EVSEQ, istr(n))
   local seq = last - n
-  local keep_from = math.max(last - EVENT_CAP, 0)
+  local keep_from = istr(math.max(last - EVENT_CAP, 0))
+  local now = istr(NOW)
   -- events[first..upto] as one entry
   local function append(first, upto)
     seq = seq + upto - first + 1
     local blob = table.concat(EVENTS, '', first, upto)
-    local ok = redis.pcall('XADD', K_EVENTS, 'MINID', '~', keep_from, seq .. '-0',
-                           't', NOW, 'b', blob)
+    local ok = redis.pcall('XADD', K_EVENTS, 'MINID', '~', keep_from, string.format('%d-0', seq),
+                           't', now, 'b', blob)
     if type(ok) == 'table' and ok.err then
       -- the counter is behind the stream (deleted or restored on its own):
       -- number the events still to append after the stream's last entry
