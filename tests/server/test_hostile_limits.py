@@ -21,6 +21,7 @@ import redis
 import chronoq
 from chronoq import Job
 from chronoq.backends.redis.aio_watcher import SPARES
+from chronoq.backends.redis.packing import Packed
 from chronoq.job import prepare_job
 from chronoq.server import ServerSettings
 
@@ -192,8 +193,9 @@ def _put_at_once(queue: chronoq.Queue, jobs: list[tuple[str, str]]) -> None:
     commands = []
     for topic, job_id in jobs:
         steps = core.put_many(topic, [prepare_job(Job(1, id=job_id), 1 << 20)], False)
-        request = next(steps)  # the topic is known: the put's script calls
-        commands += list(request.commands)
+        request = next(steps)  # the topic is known: the put's script call
+        assert isinstance(request, Packed)  # one job: one call, on the shortest path
+        commands.append(request.as_tuple())
         steps.close()
     transaction = client.pipeline(transaction=True)
     for command in commands:

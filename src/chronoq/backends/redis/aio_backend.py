@@ -120,6 +120,7 @@ class AsyncRedisBackend(AsyncBackend):
     async def close(self) -> None:
         spares, self._spares = self._spares, Spares(self._link)  # for a use on another loop
         await spares.close()  # a watcher still open gives its connection to it: closed
+        await self._link.release_idle()
         await self._client.aclose()
         # a Sentinel-managed primary: the sentinels' own connections too
         manager = getattr(self._client.connection_pool, "sentinel_manager", None)

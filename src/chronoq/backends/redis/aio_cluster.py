@@ -125,7 +125,8 @@ class AsyncClusterLink:
         return callback(reply) if callback is not None else reply
 
     async def close(self) -> None:
-        for client, _ in list(self._nodes.values()):
+        for client, link in list(self._nodes.values()):
+            await link.release_idle()
             await client.aclose()
         self._nodes.clear()
 

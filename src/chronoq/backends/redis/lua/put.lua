@@ -17,11 +17,11 @@ local first_delayed = redis.call('ZRANGE', K_DELAYED, '0', '0', 'WITHSCORES')[2]
 local records, delayed, readies, batch = {}, {}, {}, {}
 local events = EVENTS
 
-local function write_batch()
+local function write_batch(last)
   jobs_put(records)
-  zadd_many(K_DELAYED, delayed)
-  zadd_many(K_READY, readies)
-  records, delayed, readies, batch = {}, {}, {}, {}
+  if #delayed > 0 then zadd_many(K_DELAYED, delayed) end
+  if #readies > 0 then zadd_many(K_READY, readies) end
+  if not last then records, delayed, readies, batch = {}, {}, {}, {} end
 end
 
 for n = 3, #ARGV do
@@ -59,7 +59,7 @@ for n = 3, #ARGV do
     out[#out + 1], out[#out + 2] = 1, due
   end
 end
-write_batch()
+write_batch(true)
 -- wake a consumer per ready job, and one to re-time its sleep for an earlier due job
 if earliest and (not first_delayed or earliest < tonumber(first_delayed)) then ready = ready + 1 end
 wake(ready)
