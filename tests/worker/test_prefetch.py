@@ -17,7 +17,8 @@ import pytest
 import chronoq
 import chronoq.aio
 from chronoq import Job, Reservation, Worker
-from chronoq.cli.worker import BurstHandler, WorkerOptions, make_worker
+from chronoq.cli.joblog import BurstHandler
+from chronoq.cli.worker import WorkerOptions, make_worker
 from chronoq.errors import InvalidInput
 from chronoq.worker.fetching import HOLD_S
 from chronoq.worker.session import Session

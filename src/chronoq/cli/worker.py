@@ -13,21 +13,17 @@ or as one JSON object per line; the start banner is for people (text only).
 
 from __future__ import annotations
 
-import asyncio
 import importlib
-import json
 import logging
 import os
 import signal
 import sys
 import threading
-import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from types import FrameType
-from typing import Any, TextIO
+from typing import Any
 
 import click
 from rich.console import Console
@@ -36,16 +32,16 @@ from rich.text import Text
 import chronoq
 from chronoq.backends import StoreURL
 from chronoq.cli.app import STORE_HELP, App, pass_app
+from chronoq.cli.joblog import configure_logging
 from chronoq.cli.output import message
 from chronoq.cli.supervisor import Supervisor
 from chronoq.errors import InvalidInput
 
-__all__ = ["JsonFormatter", "WorkerOptions", "load_handlers", "worker"]
+__all__ = ["WorkerOptions", "load_handlers", "worker"]
 
 log = logging.getLogger("chronoq")
 
 PARENT_CHECK_S = 1.0  # a child notices this soon that its supervisor is gone
-TEXT_FORMAT = "%(asctime)s.%(msecs)03dZ %(levelname)s chronoq[%(process)d] %(message)s"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 EPILOG = """\b
@@ -333,112 +329,3 @@ def banner(app: App, options: WorkerOptions, topics: list[str], url: str, proces
         ),
         soft_wrap=True,
     )
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object per record: time, level, pid, message, then the fields of
-    the record's ``chronoq`` extra (topic, id, attempt, outcome, duration_ms, ...)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        stamp = datetime.fromtimestamp(record.created, UTC)
-        doc: dict[str, Any] = {
-            "time": stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "level": record.levelname.lower(),
-            "pid": record.process,
-            "message": record.getMessage(),
-        }
-        fields = getattr(record, "chronoq", None)
-        if isinstance(fields, Mapping):
-            doc.update((k, v) for k, v in fields.items() if k not in doc)
-        if record.exc_info:
-            doc["exception"] = self.formatException(record.exc_info)
-        return json.dumps(doc, ensure_ascii=False, default=str)
-
-
-class TextFormatter(logging.Formatter):
-    """TEXT_FORMAT in UTC; the date and time of a second made once, not per line
-    (strftime was a tenth of a job line's cost)."""
-
-    converter = staticmethod(time.gmtime)
-
-    def __init__(self) -> None:
-        super().__init__(TEXT_FORMAT, "%Y-%m-%dT%H:%M:%S")
-        self._second: tuple[int, str] = (-1, "")
-
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
-        second = int(record.created)
-        cached = self._second  # one read: another thread may replace it meanwhile
-        if cached[0] != second:
-            cached = self._second = (second, super().formatTime(record, datefmt))
-        return cached[1]
-
-
-def text_formatter() -> logging.Formatter:
-    return TextFormatter()
-
-
-class BurstHandler(logging.Handler):
-    """Log lines to a stream, written once per turn of the event loop.
-
-    One write (a system call) per job line was a quarter of a busy worker
-    loop's time at concurrency 4. Lines logged on the loop gather and go out
-    together at the start of its next turn; lines logged elsewhere (start-up,
-    handler threads) go out at once, after any gathered before them."""
-
-    def __init__(self, stream: TextIO) -> None:
-        super().__init__()
-        self.stream = stream
-        self._lines: list[str] = []
-        self._pending = False
-
-    def emit(self, record: logging.LogRecord) -> None:  # called under self.lock
-        try:
-            self._lines.append(self.format(record) + "\n")
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                self._write()
-                return
-            if not self._pending:
-                self._pending = True
-                loop.call_soon(self.flush)
-        except Exception:
-            self.handleError(record)
-
-    def flush(self) -> None:
-        self.acquire()
-        try:
-            self._write()
-        finally:
-            self.release()
-
-    def _write(self) -> None:
-        self._pending = False
-        if self._lines:
-            text = "".join(self._lines)
-            self._lines.clear()
-            self.stream.write(text)
-            self.stream.flush()
-
-
-def configure_logging(log_format: str, verbose: bool) -> Callable[[], None]:
-    """The ``chronoq`` logger to stderr alone (replacing ``-v``'s handler); returns
-    the function that puts it back as it was."""
-    handler = BurstHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if log_format == "json" else text_formatter())
-    saved = (list(log.handlers), log.level, log.propagate)
-    for old in saved[0]:
-        log.removeHandler(old)
-    log.addHandler(handler)
-    log.setLevel(logging.DEBUG if verbose else logging.INFO)
-    log.propagate = False
-
-    def restore() -> None:
-        handler.flush()
-        log.removeHandler(handler)
-        for old in saved[0]:
-            log.addHandler(old)
-        log.setLevel(saved[1])
-        log.propagate = saved[2]
-
-    return restore

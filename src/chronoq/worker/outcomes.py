@@ -4,11 +4,12 @@ line of each run."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from chronoq.calls import error_text
 from chronoq.job import Reservation, duration_ms
 
-__all__ = ["Bury", "Retry", "error_of", "log_outcome"]
+__all__ = ["Bury", "Retry", "error_of", "job_message", "line_sink", "log_outcome"]
 
 log = logging.getLogger("chronoq")
 
@@ -48,12 +49,25 @@ def error_of(exc: BaseException) -> str:
 
 _FORMAT = "job topic=%s id=%s attempt=%d outcome=%s duration_ms=%.2f%s"
 
+#: a handler that writes job lines without a LogRecord (the CLI's, cli/joblog.py):
+#: (job, elapsed_ms, outcome, error text) -> whether it wrote the line
+line_sink: Callable[[Reservation, float, str, str | None], bool] | None = None
+
+
+def job_message(job: Reservation, elapsed_ms: float, outcome: str, error: str | None) -> str:
+    """The message of a run's line."""
+    tail = "" if error is None else f" error={error!r}"
+    return _FORMAT % (job.topic, job.id, job.attempts, outcome, elapsed_ms, tail)
+
 
 def log_outcome(
     job: Reservation, elapsed_ms: float, outcome: str, error: BaseException | None
 ) -> None:
     """The INFO line of one run, with its fields also as ``record.chronoq``."""
     text = None if error is None else error_of(error)
+    sink = line_sink
+    if sink is not None and sink(job, elapsed_ms, outcome, text):
+        return
     fields = {
         "topic": job.topic,
         "id": job.id,

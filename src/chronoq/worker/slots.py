@@ -13,8 +13,10 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from chronoq.job import Reservation
+from chronoq.worker.inline import InlineRuns, Quickness
 from chronoq.worker.settings import Handler, Settings
 from chronoq.worker.threads import HandlerThreads
 
@@ -101,7 +103,38 @@ class Slots:
         self.mean_run_s: float | None = None  # recent handler run time (moving average)
         self._tokens = itertools.count()
         self._run_async = run_async
-        self.threads = HandlerThreads(settings.concurrency, loop, ended, self.chain, self.refusal)
+        self._loop = loop
+        self._ended = ended
+        # quick plain functions run on the loop (inline.py); the threads time every run
+        self.quickness = Quickness()
+        self.threads = HandlerThreads(
+            settings.concurrency, loop, ended, self.chain, self.refusal, self._observe
+        )
+        self.inline = InlineRuns(loop, self.quickness, ended, self.refusal, self._await_result)
+
+    def _observe(self, job: Reservation, seconds: float) -> None:  # in a handler thread
+        self.quickness.threaded(job.topic, seconds)
+
+    def _await_result(self, token: int, awaitable: Any) -> None:
+        """A plain function run inline returned an awaitable: it is awaited in
+        a task, which tells ``ended``, as a handler thread would have."""
+
+        async def awaited() -> None:
+            try:
+                await awaitable
+            except asyncio.CancelledError:  # by release(): its result is void
+                if token in self.running:
+                    self._ended(token, RuntimeError("the handler was cancelled"), False)
+                raise
+            except Exception as exc:  # reported to the worker, which decides
+                self._ended(token, exc, False)
+            else:
+                self._ended(token, None, False)
+
+        run = self.running.get(token)
+        task = self._loop.create_task(awaited())
+        if run is not None:
+            run.task = task
 
     def hold(self, job: Reservation, lot: Lot, leased_until: float) -> None:
         """Take a reserved job: start it if a slot is free, else queue it.
@@ -134,8 +167,8 @@ class Slots:
                 return None
             following = self.waiting[0]
             topic = self.running[following].job.topic
-            if self.settings.is_async[topic]:
-                return None
+            if self.settings.is_async[topic] or self.quickness.on_loop(topic):
+                return None  # runs on the loop (start asks on_loop again: the same answer)
             self.waiting.popleft()
             run = self.running[following]
             run.started = time.monotonic()  # in the ended job's slot: `free` is unchanged
@@ -159,6 +192,8 @@ class Slots:
         handler = self.settings.handlers[job.topic]
         if self.settings.is_async[job.topic]:
             run.task = self._run_async(handler, job, token)
+        elif self.quickness.on_loop(job.topic):
+            self.inline.submit(handler, job, token)
         else:
             self.threads.submit(handler, job, token)
 

@@ -13,6 +13,7 @@ import asyncio
 import inspect
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -33,8 +34,10 @@ class HandlerThreads:
         done: Done,
         chain: Chain,
         refusal: Refusal,
+        observe: Callable[[Any, float], None] | None = None,
     ) -> None:
         self._loop = loop
+        self._observe = observe  # (arg, seconds): how long each call of a handler took
         self._done = done
         self._chain = chain
         self._refusal = refusal
@@ -75,6 +78,7 @@ class HandlerThreads:
         # frozen (or busy with the job before) since
         error = self._refusal(token)
         if error is None:
+            started = time.perf_counter()
             try:
                 result = fn(arg)
                 if inspect.isawaitable(result):
@@ -83,6 +87,8 @@ class HandlerThreads:
                     asyncio.run_coroutine_threadsafe(_awaited(result), self._loop).result()
             except BaseException as exc:  # reported to the worker, which decides
                 error = exc
+            if self._observe is not None:
+                self._observe(arg, time.perf_counter() - started)
         following = self._chain(token)
         self._results.append((token, error, following is not None))
         # the loop clears the flag before it drains, so a result appended
