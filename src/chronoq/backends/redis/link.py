@@ -17,9 +17,17 @@ from collections.abc import Callable, Iterable
 from typing import Any, cast
 
 import redis
-from redis.exceptions import ResponseError
+from redis._parsers.base import BaseParser
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import InvalidResponse, ResponseError
 
 from chronoq.backends.redis.packing import Packed, Wired
+
+hiredis: Any
+try:  # the redis extra installs it
+    import hiredis
+except ImportError:  # pragma: no cover - exercised only without hiredis
+    hiredis = None
 
 __all__ = ["Link", "Sent"]
 
@@ -41,7 +49,9 @@ class _Held:
     """A thread's connection, kept in its thread-local storage: when the thread
     ends, this is freed and the connection goes back to the pool."""
 
-    __slots__ = ("__weakref__", "conn", "forks", "open", "polled", "poller")
+    __slots__ = (
+        "__weakref__", "buffer", "conn", "forks", "open", "polled", "poller", "read", "reader",
+    )  # fmt: skip
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
@@ -49,6 +59,9 @@ class _Held:
         self.open = False  # connected and used by a call that went through
         self.poller = select.poll()
         self.polled: Any = None  # the socket the poller watches
+        self.reader: Any = None  # roundtrip's reply parser (hiredis) ...
+        self.read: Any = None  # ... of this socket
+        self.buffer = bytearray(1 << 16)
 
     def cut(self) -> bool:
         """Whether the idle connection has something to read: the end of file
@@ -81,6 +94,14 @@ def readable(sock: Any) -> bool:
         return bool(poller.poll(0))
     except (OSError, ValueError):
         return True
+
+
+def _reader() -> Any:
+    """A hiredis reply parser that makes replies as redis-py's does (an error
+    reply as redis-py's exception for it, returned); None without hiredis."""
+    if hiredis is None:
+        return None
+    return hiredis.Reader(protocolError=InvalidResponse, replyError=BaseParser.parse_error)
 
 
 class Sent:
@@ -180,13 +201,25 @@ class Link:
         put spent more time in that than in Redis."""
         held = self._ready()
         conn = held.conn
+        sock = conn._sock
+        if held.read is not sock:
+            held.reader, held.read = _reader(), sock
+        reader = held.reader
         try:
-            conn._sock.sendall(command.wire())
-            reply = conn.read_response()
-        except ResponseError as exc:
-            reply = exc
+            sock.sendall(command.wire())
+            if reader is None:
+                reply = self._reply(conn)
+            else:  # the reply read here, without redis-py's layers around hiredis
+                reply = reader.gets()
+                while reply is False:
+                    size = sock.recv_into(held.buffer)
+                    if not size:
+                        raise RedisConnectionError("the server closed the connection")
+                    reader.feed(held.buffer, 0, size)
+                    reply = reader.gets()
         except BaseException:
             conn.disconnect()  # half sent or half read: not fit for the next command
+            held.read = None
             raise
         held.open = True
         return reply
