@@ -20,6 +20,7 @@ import redis
 from redis._parsers.base import BaseParser
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import InvalidResponse, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from chronoq.backends.redis.packing import Packed, Wired
 
@@ -217,9 +218,11 @@ class Link:
                         raise RedisConnectionError("the server closed the connection")
                     reader.feed(held.buffer, 0, size)
                     reply = reader.gets()
-        except BaseException:
+        except BaseException as exc:
             conn.disconnect()  # half sent or half read: not fit for the next command
             held.read = None
+            if isinstance(exc, TimeoutError):  # the socket's, as redis-py says it
+                raise RedisTimeoutError("Timeout: no reply within socket_timeout") from None
             raise
         held.open = True
         return reply
