@@ -3,14 +3,17 @@ by bench/peers/run.py.
 
     python driver.py SYSTEM describe
     python driver.py SYSTEM enqueue PLAN {single|bulk}
+    python driver.py SYSTEM worker-argv PYTHON
 
 ``SYSTEM`` names the adapter module ``peer_<SYSTEM>`` (bench/peers/systems).
 ``PLAN`` is a JSON file ``{"jobs": [[id, due], ...]}``. ``enqueue`` puts every
 job through one call each of the system's delayed API (``single``) or through
 its bulk API (``bulk``), then prints one JSON line: when it started and
 finished (epoch seconds) and how many jobs; ``describe`` prints the
-adapter's version and whether it has a bulk API. Standard library only, besides the
-adapter.
+adapter's version and whether it has a bulk API; ``worker-argv`` the command
+of the system's worker, run with the interpreter ``PYTHON``. Standard library
+only, besides the adapter. A system that runs in Node has the same verbs and
+answers in ``node/driver.js``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ def main(argv: list[str]) -> int:
     adapter = importlib.import_module(f"peer_{system}")
     if verb == "describe":
         print(json.dumps({"version": adapter.version(), "bulk": bool(adapter.Client.bulk)}))
+        return 0
+    if verb == "worker-argv":
+        print(json.dumps(adapter.worker_argv(argv[2], os.environ["BENCH_STORE"])))
         return 0
     plan = json.loads(Path(argv[2]).read_text())
     jobs = [(str(i), float(due)) for i, due in plan["jobs"]]

@@ -1,6 +1,7 @@
 """The peers run as people read it: one table (rich on the terminal, Markdown
-for docs/benchmarks.md) with the ratio chronoq on Redis / best peer per
-column, and a chart of the lag distributions per rate (PNG)."""
+for docs/benchmarks.md) with, per column, the best peer of the run and the
+ratio chronoq / that peer (on Redis, and on SQLite), and a chart of the lag
+distributions per rate (PNG)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from typing import Any
 from rich.table import Table
 
 LAG_KEYS = ("p50", "p95", "p99", "max")
-CHRONOQ = "chronoq-redis"
+CHRONOQ = ("chronoq-redis", "chronoq-sqlite")  # the rows that get a ratio row, in this order
 
 Result = dict[str, Any]
+Pick = tuple[float, Result, int]  # the best peer's figure, its result, how many peers tie with it
 
 
 def _rate(value: float | None) -> str:
@@ -24,14 +26,31 @@ def _ms(value: float) -> str:
     return f"{value:.1f}" if abs(value) < 100 else f"{value:,.0f}"
 
 
-def _ratio(ours: float | None, best: float | None) -> str:
-    if ours is None or not best:
+def _ratio(ours: float | None, best: Pick | None) -> str:
+    if ours is None or best is None or not best[0]:
         return "—"
-    return f"{ours / best:.2f}" if ours / best < 10 else f"{ours / best:.0f}"
+    return f"{ours / best[0]:.2f}" if ours / best[0] < 10 else f"{ours / best[0]:.0f}"
 
 
 def _counts(r: Result) -> str:
     return f"{r['early']} / {r['lost']} / {r['duplicates']}"
+
+
+def _off(lag_ms: float | None) -> float | None:
+    """How far from its due time a lag figure is: a start 60 ms early is as far
+    off as one 60 ms late (early starts are counted in their own column too)."""
+    return None if lag_ms is None else abs(lag_ms)
+
+
+def _redis_bytes(r: Result) -> float | None:
+    # chronoq on SQLite counts bytes on disk, which no peer's Redis memory compares with
+    return r["bytes_per_job"] if r["bytes_kind"] == "redis" else None
+
+
+def _peer(pick: Pick | None) -> str:
+    if pick is None:
+        return "—"
+    return pick[1]["label"] + (f" (+{pick[2]} tied)" if pick[2] else "")
 
 
 def lag_phases(results: list[Result]) -> list[str]:
@@ -43,13 +62,14 @@ def lag_phases(results: list[Result]) -> list[str]:
 
 class Columns:
     """Each column: a title, how to show one system's value, and how to pick the
-    best peer (max or min) for the ratio row."""
+    best peer (highest rate; lowest lag, count and size) for the ratio rows."""
 
     def __init__(self, results: list[Result]) -> None:
         self.results = results
         self.ok = [r for r in results if "error" not in r]
         self.peers = [r for r in self.ok if not r["name"].startswith("chronoq")]
-        self.ours = next((r for r in self.ok if r["name"] == CHRONOQ), None)
+        by_name = {r["name"]: r for r in self.ok}
+        self.ours = [by_name[name] for name in CHRONOQ if name in by_name]
 
     def titles(self) -> list[str]:
         lags = [
@@ -83,36 +103,69 @@ class Columns:
             size,
         ]
 
-    def ratio_row(self) -> list[str]:
-        ours = self.ours
-        if ours is None or not self.peers:
-            return []
-        high = self._best(max)
-        low = self._best(min)
-        cells = [
-            "**chronoq (Redis) ÷ best peer**",
-            _ratio(ours["enqueue_single"], high(lambda r: r["enqueue_single"])),
-            _ratio(ours["enqueue_bulk"], high(lambda r: r["enqueue_bulk"] or r["enqueue_single"])),
-            _ratio(ours["drain_per_s"], high(lambda r: r["drain_per_s"])),
+    def figures(self) -> list[list[tuple[Callable[[Result], float | None], bool]]]:
+        """Per column after the system's name, the figures its cell shows: how
+        to read each from a result, and whether lower is better."""
+        columns: list[list[tuple[Callable[[Result], float | None], bool]]] = [
+            [(lambda r: r["enqueue_single"], False)],
+            # a system without a bulk API is compared with its one-call figure
+            [(lambda r: r["enqueue_bulk"] or r["enqueue_single"], False)],
+            [(lambda r: r["drain_per_s"], False)],
         ]
         for name in lag_phases(self.results):
-            parts = []
-            for key in LAG_KEYS:
-                mine = ours["phases"].get(name, {}).get(key)
-                best = low(lambda r, k=key, n=name: r["phases"].get(n, {}).get(k))
-                parts.append(_ratio(mine, best))
-            cells.append(" / ".join(parts))
-        best_counts = min(self.peers, key=lambda r: r["early"] + r["lost"] + r["duplicates"])
-        cells.append(f"{_counts(ours)} (best peer: {_counts(best_counts)})")
-        cells.append(_ratio(ours["bytes_per_job"], low(lambda r: r["bytes_per_job"])))
+            columns.append(
+                [
+                    (lambda r, n=name, k=key: _off(r["phases"].get(n, {}).get(k)), True)
+                    for key in LAG_KEYS
+                ]
+            )
+        columns.append([(lambda r: r["early"] + r["lost"] + r["duplicates"], True)])
+        columns.append([(_redis_bytes, True)])
+        return columns
+
+    def best(self, value: Callable[[Result], float | None], lower: bool) -> Pick | None:
+        """The peer with the best figure (the first of the run's order on a tie)."""
+        found = [(v, r) for r in self.peers if (v := value(r)) is not None]
+        if not found:
+            return None
+        pick = min if lower else max
+        figure, result = pick(found, key=lambda f: f[0])
+        return figure, result, sum(1 for v, _ in found if v == figure) - 1
+
+    def picks(self) -> list[list[Pick | None]]:
+        return [[self.best(value, lower) for value, lower in col] for col in self.figures()]
+
+    def best_row(self) -> list[str]:
+        """Which peer each ratio below divides by: the best of this run, per column."""
+        if not self.ours or not self.peers:
+            return []
+        cells = ["best peer of this run"]
+        for picks in self.picks():
+            names = [_peer(pick) for pick in picks]
+            cells.append(names[0] if len(set(names)) == 1 else " / ".join(names))
         return cells
 
-    def _best(self, pick: Callable[..., Any]) -> Callable[[Callable[[Result], Any]], float | None]:
-        def best(value: Callable[[Result], Any]) -> float | None:
-            values = [v for v in (value(r) for r in self.peers) if v is not None]
-            return pick(values) if values else None
-
-        return best
+    def ratio_rows(self) -> list[list[str]]:
+        """chronoq ÷ the best peer, per column and figure: over 1 is better for
+        rates, under 1 for lags (the distance from the due time) and sizes."""
+        if not self.peers:
+            return []
+        picks = self.picks()
+        rows = []
+        for ours in self.ours:
+            cells = [f"**{ours['label']} ÷ best peer**"]
+            for col, col_picks in zip(self.figures(), picks, strict=True):
+                cells.append(
+                    " / ".join(
+                        _ratio(value(ours), pick)
+                        for (value, _), pick in zip(col, col_picks, strict=True)
+                    )
+                )
+            # early / lost / duplicates: the counts side by side rather than a ratio
+            counts = picks[-2][0]
+            cells[-2] = f"{_counts(ours)} (best peer: {_counts(counts[1]) if counts else '—'})"
+            rows.append(cells)
+        return rows
 
 
 def markdown_table(results: list[Result]) -> str:
@@ -120,9 +173,9 @@ def markdown_table(results: list[Result]) -> str:
     lines = ["| " + " | ".join(columns.titles()) + " |"]
     lines.append("|" + "|".join([" --- "] + [" ---: "] * (len(columns.titles()) - 1)) + "|")
     lines += ["| " + " | ".join(columns.row(r)) + " |" for r in results]
-    ratio = columns.ratio_row()
-    if ratio:
-        lines.append("| " + " | ".join(ratio) + " |")
+    for extra in (columns.best_row(), *columns.ratio_rows()):
+        if extra:
+            lines.append("| " + " | ".join(extra) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -133,8 +186,11 @@ def console_table(results: list[Result]) -> Table:
         table.add_column(title, justify="left" if k == 0 else "right")
     for r in results:
         table.add_row(*columns.row(r))
-    ratio = columns.ratio_row()
-    if ratio:
+    best = columns.best_row()
+    if best:
+        table.add_section()
+        table.add_row(*best, style="italic")
+    for ratio in columns.ratio_rows():
         table.add_row(*(cell.replace("**", "") for cell in ratio), style="bold")
     return table
 

@@ -1,5 +1,5 @@
-"""chronoq side by side with RQ, arq, huey, Dramatiq and Celery, in one run
-against one private redis-server (a free loopback port, never 6379).
+"""chronoq side by side with RQ, arq, huey, Dramatiq, Celery, SAQ and BullMQ,
+in one run against one private redis-server (a free loopback port, never 6379).
 
     .venv/bin/python bench/peers/run.py [--quick] [--systems a,b] [--out DIR]
 
@@ -14,7 +14,10 @@ at concurrency 4, with the same job body (bench/peers/jobbody.py):
    (never started) and duplicate starts over all phases.
 
 Peers run from their own venvs (bench/.venvs/, built on first use from
-bench/peers/requirements/). Results: a table on stdout, and in ``--out``
+bench/peers/requirements/); BullMQ runs in Node, its producer timed in Node
+too (bench/peers/node/, packages installed under bench/.venvs/bullmq). Every
+system's driver answers the same verbs (driver.py). Results: a table on
+stdout (with each ratio's best peer), and in ``--out``
 (default bench/peers/out/): results.json, table.md and lag charts (PNG).
 See docs/benchmarks.md.
 """
@@ -38,7 +41,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 sys.path.append(sys.path.pop(sys.path.index(str(HERE.parent))))  # after redis-py: bench/redis.py
 
 import redis  # noqa: E402
-from catalogue import BY_NAME, SYSTEMS, System, python_for  # noqa: E402
+from catalogue import BY_NAME, SYSTEMS, System, interpreter_for  # noqa: E402
 from common import command, machine  # noqa: E402
 from measure import Phase, Records, spread  # noqa: E402
 from report import charts, console_table, markdown_table  # noqa: E402
@@ -76,22 +79,23 @@ class Bench:
     def prepare(self, system: System) -> tuple[Path, dict[str, Any]]:
         """The system's interpreter (its venv built if needed) and what its
         adapter says of it (version, bulk API)."""
-        python = python_for(system, self.out / "logs" / f"venv-{system.name}.log")
-        self.say.log(f"[bold]{system.label}[/]: {python}")
-        about = json.loads(self.driver(system, python, self.store(system, "probe"), "describe"))
-        return python, {"name": system.name, "label": system.label, **about}
+        interpreter = interpreter_for(system, self.out / "logs" / f"venv-{system.name}.log")
+        self.say.log(f"[bold]{system.label}[/]: {interpreter}")
+        store = self.store(system, "probe")
+        about = json.loads(self.driver(system, interpreter, store, "describe"))
+        return interpreter, {"name": system.name, "label": system.label, **about}
 
-    def run(self, system: System, python: Path, result: dict[str, Any]) -> dict[str, Any]:
+    def run(self, system: System, interpreter: Path, result: dict[str, Any]) -> dict[str, Any]:
         """The worker phases (drain, lag at each rate), after the enqueue rounds."""
         self.say.log(f"[bold]{system.label}[/]: worker phases")
         store = self.store(system, "work")
         records = Records(self.out / "work" / f"{system.name}.records")
         records.path.unlink(missing_ok=True)
-        worker = self.start_worker(system, python, store, records.path)
+        worker = self.start_worker(system, interpreter, store, records.path)
         phases: list[Phase] = []
         try:
             warm = spread("warm", time.time() + 1.0, 10, 4)
-            self.put(system, python, store, warm, bool(result["bulk"]))
+            self.put(system, interpreter, store, warm, bool(result["bulk"]))
             if not records.wait_for(warm.ids, warm.jobs[-1][1], 60.0, 60.0):
                 raise RuntimeError(f"{system.name}: the worker ran no job within 60 s")
             rate = result["enqueue_best"]
@@ -101,7 +105,7 @@ class Bench:
                     phase = Phase(name, [(f"{name}-{k}", round(first_due, 3)) for k in range(n)])
                 else:
                     phase = spread(name, first_due, per_s, n)
-                self.put(system, python, store, phase, bool(result["bulk"]))
+                self.put(system, interpreter, store, phase, bool(result["bulk"]))
                 self.say.log(f"  {name}: {n:,} jobs")
                 records.wait_for(phase.ids, phase.jobs[-1][1], STALL_S, CAP_S)
                 phases.append(phase)
@@ -131,7 +135,7 @@ class Bench:
         at ``rate`` with a margin, plus the driver's start-up."""
         return 1.0 + result["startup_s"] * 1.5 + n / rate * 1.5
 
-    def enqueue_figures(self, system: System, python: Path, bulk: bool) -> dict[str, Any]:
+    def enqueue_figures(self, system: System, interpreter: Path, bulk: bool) -> dict[str, Any]:
         """One enqueue round: ``sizes.enqueue`` jobs due in an hour, one call
         each into an empty store (with the memory they take), then the same
         through the bulk API into another."""
@@ -142,7 +146,7 @@ class Bench:
         before = self.footprint(system, store)
         phase = Phase("enqueue", [(f"enq-{k}", round(far + k / 1000, 3)) for k in range(n)])
         spawned = time.time()
-        timing = self.put(system, python, store, phase, bulk=False)
+        timing = self.put(system, interpreter, store, phase, bulk=False)
         figures["startup_s"] = timing["started"] - spawned
         figures["enqueue_single"] = n / (timing["finished"] - timing["started"])
         figures["bytes_per_job"] = (self.footprint(system, store) - before) / n
@@ -150,7 +154,7 @@ class Bench:
         figures["enqueue_bulk"] = None
         if bulk:
             store = self.store(system, "enqueue-bulk")
-            timing = self.put(system, python, store, phase, bulk=True)
+            timing = self.put(system, interpreter, store, phase, bulk=True)
             figures["enqueue_bulk"] = n / (timing["finished"] - timing["started"])
         self.say.log(
             f"  {system.label}: enqueue {figures['enqueue_single']:,.0f}/s single, "
@@ -183,20 +187,22 @@ class Bench:
         env["BENCH_RECORD"] = str(record or self.out / "work" / "unused.records")
         return env
 
-    def driver(self, system: System, python: Path, store: str, *args: str) -> str:
-        argv = [str(python), str(HERE / "driver.py"), system.adapter, *args]
+    def driver(self, system: System, interpreter: Path, store: str, *args: str) -> str:
+        argv = [str(interpreter), str(system.driver), system.adapter, *args]
         done = subprocess.run(argv, env=self.env(store), capture_output=True, text=True)
         if done.returncode:
             raise RuntimeError(f"{system.name}: {' '.join(args[:1])} failed:\n{done.stderr}")
         return done.stdout.strip().splitlines()[-1]
 
     def put(
-        self, system: System, python: Path, store: str, phase: Phase, bulk: bool
+        self, system: System, interpreter: Path, store: str, phase: Phase, bulk: bool
     ) -> dict[str, Any]:
         plan = self.out / "work" / "plan.json"
         plan.write_text(json.dumps({"jobs": phase.jobs}))
         timing: dict[str, Any] = json.loads(
-            self.driver(system, python, store, "enqueue", str(plan), "bulk" if bulk else "single")
+            self.driver(
+                system, interpreter, store, "enqueue", str(plan), "bulk" if bulk else "single"
+            )
         )
         phase.enqueue_finished = timing["finished"]
         first_due = min(due for _, due in phase.jobs)
@@ -207,9 +213,9 @@ class Bench:
         return timing
 
     def start_worker(
-        self, system: System, python: Path, store: str, record: Path
+        self, system: System, interpreter: Path, store: str, record: Path
     ) -> subprocess.Popen[bytes]:
-        argv = self.worker_argv(system, python, store)
+        argv = self.worker_argv(system, interpreter, store)
         with (self.out / "logs" / f"{system.name}-worker.log").open("wb") as log:
             return subprocess.Popen(  # the child keeps its own copy of the log file
                 argv,
@@ -220,18 +226,9 @@ class Bench:
                 start_new_session=True,
             )
 
-    def worker_argv(self, system: System, python: Path, store: str) -> list[str]:
-        call = f"a.worker_argv({str(python)!r}, {store!r})"
-        code = f"import json, peer_{system.adapter} as a; print(json.dumps({call}))"
-        done = subprocess.run(
-            [str(python), "-c", code],
-            env=self.env(store),
-            cwd=HERE / "systems",
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return list(json.loads(done.stdout.strip().splitlines()[-1]))
+    def worker_argv(self, system: System, interpreter: Path, store: str) -> list[str]:
+        answer = self.driver(system, interpreter, store, "worker-argv", str(interpreter))
+        return list(json.loads(answer))
 
     def stop_worker(self, worker: subprocess.Popen[bytes]) -> None:
         for sig, wait in ((signal.SIGTERM, STOP_S), (signal.SIGKILL, 5.0)):
@@ -309,17 +306,17 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(sizes.rounds):
             for system in systems:
                 if system.name in ready and system.name not in failed:
-                    python, about = ready[system.name]
+                    interpreter, about = ready[system.name]
                     step = bench.enqueue_figures
-                    figures = attempt(failed, system, say, step, system, python, about["bulk"])
+                    figures = attempt(failed, system, say, step, system, interpreter, about["bulk"])
                     if figures is not None:
                         rounds[system.name].append(figures)
         for system in systems:
             result = None
             if system.name not in failed:
-                python, about = ready[system.name]
+                interpreter, about = ready[system.name]
                 about |= enqueue_medians(rounds[system.name])
-                result = attempt(failed, system, say, bench.run, system, python, about)
+                result = attempt(failed, system, say, bench.run, system, interpreter, about)
             if result is None:
                 result = {"name": system.name, "label": system.label, "error": failed[system.name]}
             results.append(result)
