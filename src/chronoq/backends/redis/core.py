@@ -8,16 +8,12 @@ and the replication check are here, in one copy."""
 
 from __future__ import annotations
 
-import heapq
-import itertools
-import json
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, cast
 
 from chronoq.backends.base import ReserveResult
 from chronoq.backends.redis.codec import (
-    decode_entry,
     id_key,
     info_from_record,
     key_id,
@@ -28,13 +24,11 @@ from chronoq.backends.redis.hints import ShardHints
 from chronoq.backends.redis.keys import logs_key, shard_keys, shard_of, topics_key
 from chronoq.backends.redis.packing import Head
 from chronoq.backends.redis.scripts import Scripts
-from chronoq.backends.redis.steps import Command, Pipeline, Steps
+from chronoq.backends.redis.steps import Pipeline, Steps
 from chronoq.backends.redis.timers import TimerHolder
 from chronoq.backoff import Backoff
-from chronoq.errors import DurabilityError, InvalidInput, LeaseLost
+from chronoq.errors import DurabilityError, LeaseLost
 from chronoq.job import (
-    Event,
-    EventPage,
     JobInfo,
     JobLease,
     NewJob,
@@ -46,7 +40,6 @@ from chronoq.states import State
 
 __all__ = ["RedisCore"]
 
-_PURGE_BATCH = 1000
 _PUT_CHUNK = 200
 _READ_ONLY = frozenset({"get"})  # every other script may write: WAIT after it
 # scripts that can make a job available: the shards they touch are looked at
@@ -79,7 +72,7 @@ class RedisCore:
         self._key_cache: dict[tuple[str, int], list[str]] = {}
         self._heads: dict[tuple[str, str, int], Head] = {}
         self._topic_sets = (topics_key(prefix), logs_key(prefix))
-        self._known_topics: set[str] = set()
+        self.known_topics: set[str] = set()
         self.hints = ShardHints(shards)
 
     # -- plumbing ------------------------------------------------------------------
@@ -109,15 +102,15 @@ class RedisCore:
         """The wake list of each shard of ``topic``: what a watcher blocks on."""
         return [self.keys(topic, shard)[7] for shard in range(self.shards)]
 
-    def _run(self, name: str, topic: str, shard: int, *args: Any) -> Steps[Any]:
+    def run(self, name: str, topic: str, shard: int, *args: Any) -> Steps[Any]:
         """One script call; its reply."""
         if self.replicas:  # then WAIT in the same round trip
-            return (yield from self._run_many(name, topic, [(shard, list(args))]))[0]
+            return (yield from self.run_many(name, topic, [(shard, list(args))]))[0]
         if name in _AVAILING and self.shards > 1:
             self.hints.mark(topic, shard)
         return (yield from self.scripts.call(self._head(name, topic, shard), args))
 
-    def _run_many(
+    def run_many(
         self,
         name: str,
         topic: str,
@@ -154,15 +147,15 @@ class RedisCore:
                 "with the same id)"
             )
 
-    def _register(self, topic: str) -> Steps[None]:
-        if topic not in self._known_topics:
+    def register(self, topic: str) -> Steps[None]:
+        if topic not in self.known_topics:
             replies = yield Pipeline([("SADD", key, topic) for key in self._topic_sets])
             for reply in replies:
                 if isinstance(reply, Exception):
                     raise reply
-            self._known_topics.add(topic)
+            self.known_topics.add(topic)
 
-    def _by_shard(self, ids: Sequence[str]) -> dict[int, Sequence[int]]:
+    def by_shard(self, ids: Sequence[str]) -> dict[int, Sequence[int]]:
         """The indexes of ``ids`` grouped by the shard each id belongs to."""
         if self.shards == 1:
             return {0: range(len(ids))} if ids else {}
@@ -174,15 +167,15 @@ class RedisCore:
     # -- producing ---------------------------------------------------------------------
 
     def put_many(self, topic: str, jobs: Sequence[NewJob], replace: bool) -> Steps[list[PutResult]]:
-        if topic not in self._known_topics:
-            yield from self._register(topic)
+        if topic not in self.known_topics:
+            yield from self.register(topic)
         flag = "1" if replace else "0"
         if len(jobs) == 1:  # a single put: the shortest path (its client time is most of it)
             job = jobs[0]
             shard = shard_of(job.id, self.shards)
-            reply = yield from self._run("put", topic, shard, flag, pack_new_job(job))
+            reply = yield from self.run("put", topic, shard, flag, pack_new_job(job))
             return [PutResult(job.id, reply[0] == 1, reply[1])]
-        groups = self._by_shard([job.id for job in jobs])
+        groups = self.by_shard([job.id for job in jobs])
         # calls of at most _PUT_CHUNK jobs keep Redis free for others between them
         # (about 1 ms each); each reply is read while Redis runs the next call
         chunks = [
@@ -202,7 +195,7 @@ class RedisCore:
             for n, i in enumerate(chunks[index][1]):
                 results[i] = PutResult(jobs[i].id, reply[2 * n] == 1, reply[2 * n + 1])
 
-        yield from self._run_many("put", topic, calls, read)
+        yield from self.run_many("put", topic, calls, read)
         return cast(list[PutResult], results)
 
     # -- consuming -------------------------------------------------------------------------
@@ -219,7 +212,7 @@ class RedisCore:
         for shard in self.hints.due(topic) if sharded else (0,):
             asked = count - len(jobs)
             stamp = self.hints.stamp(topic, shard) if sharded else 0
-            reply = yield from self._run(
+            reply = yield from self.run(
                 "reserve", topic, shard, asked, ttr_ms or 0, secrets.token_hex(8), token
             )
             wake_in = int(reply[0]) / 1000  # µs from the script
@@ -245,16 +238,16 @@ class RedisCore:
 
     def hand_over(self, topic: str, shards: set[int], token: str) -> Steps[None]:
         """Hand on the timers a waiter held (it stops waiting: lua/handover.lua)."""
-        yield from self._run_many("handover", topic, [(shard, [token]) for shard in sorted(shards)])
+        yield from self.run_many("handover", topic, [(shard, [token]) for shard in sorted(shards)])
 
     # -- the lease calls ----------------------------------------------------------------------
 
     def ack_many(self, leases: Sequence[JobLease]) -> Steps[list[str]]:
         lost: list[str] = []
         for topic, held in leases_by_topic(leases).items():
-            for shard, indexes in self._by_shard([lease.id for lease in held]).items():
+            for shard, indexes in self.by_shard([lease.id for lease in held]).items():
                 args = [v for i in indexes for v in (id_key(held[i].id), held[i].token)]
-                reply = yield from self._run("ack", topic, shard, *args)
+                reply = yield from self.run("ack", topic, shard, *args)
                 lost += [key_id(job_id) for job_id in reply]
         return lost
 
@@ -286,7 +279,7 @@ class RedisCore:
         ``LeaseLost`` when the lease is not live (the script returned nil)."""
         topic, job_id, token = lease
         shard = shard_of(job_id, self.shards)
-        reply = yield from self._run(name, topic, shard, id_key(job_id), token, *args)
+        reply = yield from self.run(name, topic, shard, id_key(job_id), token, *args)
         if reply is None:
             raise LeaseLost(topic, job_id)
         return reply
@@ -294,19 +287,19 @@ class RedisCore:
     # -- by id ------------------------------------------------------------------------------
 
     def get(self, topic: str, job_id: str) -> Steps[JobInfo | None]:
-        reply = yield from self._run("get", topic, shard_of(job_id, self.shards), id_key(job_id))
+        reply = yield from self.run("get", topic, shard_of(job_id, self.shards), id_key(job_id))
         if reply is None:
             return None
         return info_from_record(topic, job_id, reply[1], int(reply[0]))
 
     def delete(self, topic: str, job_id: str) -> Steps[bool]:
         shard = shard_of(job_id, self.shards)
-        return bool((yield from self._run("delete", topic, shard, id_key(job_id))))
+        return bool((yield from self.run("delete", topic, shard, id_key(job_id))))
 
     def reschedule(
         self, topic: str, job_id: str, delay_ms: int, run_at_ms: int | None
     ) -> Steps[bool]:
-        moved = yield from self._run(
+        moved = yield from self.run(
             "reschedule",
             topic,
             shard_of(job_id, self.shards),
@@ -315,122 +308,3 @@ class RedisCore:
             -1 if run_at_ms is None else run_at_ms,
         )
         return bool(moved)
-
-    # -- topic-wide ---------------------------------------------------------------------------
-
-    def stats(self, topic: str, per_shard: bool = False) -> Steps[dict[str, Any]]:
-        totals = {"delayed": 0, "ready": 0, "reserved": 0, "dead": 0}
-        paused = False
-        next_due: int | None = None
-        shards = []
-        replies = yield from self._run_many("stats", topic, ((n, []) for n in range(self.shards)))
-        for reply in replies:
-            delayed, ready, reserved, dead, is_paused, first = (int(v) for v in reply)
-            counts = dict(zip(totals, (delayed, ready, reserved, dead), strict=True))
-            for name, value in counts.items():
-                totals[name] += value
-            paused = paused or bool(is_paused)
-            if first >= 0:
-                next_due = first if next_due is None else min(next_due, first)
-            if per_shard:
-                shards.append({**counts, "next_due_at": first if first >= 0 else None})
-        stats: dict[str, Any] = {
-            **totals,
-            "total": sum(totals.values()),
-            "paused": paused,
-            "next_due_at": next_due,
-        }
-        if per_shard:
-            stats["shards"] = shards
-        return stats
-
-    def topics(self) -> Steps[list[str]]:
-        names: set[bytes] = yield Command(("SMEMBERS", topics_key(self.prefix)))
-        return sorted(name.decode() for name in names)
-
-    def dead(self, topic: str, limit: int) -> Steps[list[JobInfo]]:
-        found: list[tuple[float, JobInfo]] = []
-        replies = yield from self._run_many(
-            "dead", topic, ((n, [limit]) for n in range(self.shards))
-        )
-        for reply in replies:
-            now = int(reply[0])
-            for b in range(1, len(reply), 3):
-                info = info_from_record(topic, key_id(reply[b]), reply[b + 1], now)
-                if info is not None:
-                    found.append((float(reply[b + 2]), info))
-        found.sort(key=lambda death: death[0])  # oldest death first, across shards
-        return [info for _, info in found[:limit]]
-
-    def requeue(self, topic: str, ids: Sequence[str] | None) -> Steps[int]:
-        moved = 0
-        if ids is not None:
-            for shard, indexes in self._by_shard(ids).items():
-                named = (id_key(ids[i]) for i in indexes)
-                moved += int((yield from self._run("requeue", topic, shard, 0, *named)))
-            return moved
-        for shard in range(self.shards):
-            while (n := int((yield from self._run("requeue", topic, shard, _PURGE_BATCH)))) > 0:
-                moved += n
-        return moved
-
-    def purge(self, topic: str) -> Steps[int]:
-        deleted = 0
-        for shard in range(self.shards):
-            while (n := int((yield from self._run("purge", topic, shard, _PURGE_BATCH)))) >= 0:
-                deleted += n
-        if not (yield from self.stats(topic))["paused"]:
-            yield Command(("SREM", topics_key(self.prefix), topic))
-            self._known_topics.discard(topic)
-        return deleted
-
-    def set_paused(self, topic: str, paused: bool) -> Steps[None]:
-        if paused:
-            yield from self._register(topic)
-        for shard in range(self.shards):
-            yield from self._run("pause", topic, shard, "1" if paused else "0")
-
-    def events(self, topic: str | None, cursor: str | None, limit: int) -> Steps[EventPage]:
-        # the cursor maps each stream to the seq of the last event read from it
-        positions = _parse_cursor(cursor)
-        topics = [topic] if topic is not None else (yield from self.topics())
-        streams: list[list[tuple[str, Event]]] = []
-        for name in topics:
-            for shard in range(self.shards):
-                key = self.keys(name, shard)[6]
-                after = positions.get(key, 0)
-                # an entry's id is its last event's seq: from the entry holding after + 1
-                entries: list[tuple[bytes, dict[bytes, bytes]]] = yield Command(
-                    ("XRANGE", key, f"{after + 1}-0", "+", "COUNT", limit)
-                )
-                streams.append(
-                    [
-                        (key, event)
-                        for entry_id, fields in entries
-                        for event in decode_entry(name, entry_id, fields)
-                        if event.seq > after
-                    ]
-                )
-        # oldest first across streams; each stream stays in its own order, so a
-        # page is a prefix of every stream and the cursor loses nothing
-        merged = heapq.merge(*streams, key=lambda item: (item[1].ts_ms, item[1].seq))
-        page = list(itertools.islice(merged, limit))
-        for key, event in page:
-            positions[key] = event.seq
-        return EventPage([event for _, event in page], json.dumps(positions, sort_keys=True))
-
-
-def _parse_cursor(cursor: str | None) -> dict[str, int]:
-    if cursor is None:
-        return {}
-    try:
-        positions = json.loads(cursor)
-    except (TypeError, ValueError):
-        positions = None
-    if not isinstance(positions, dict) or not all(
-        isinstance(k, str) and type(v) is int and v >= 0 for k, v in positions.items()
-    ):
-        raise InvalidInput(
-            f"bad event cursor {cursor!r}: pass the cursor of a previous page, or None"
-        )
-    return positions
