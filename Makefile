@@ -92,14 +92,14 @@ bench-stacks: $(VENV)/.installed-bench
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; }
 	$(BIN)/python bench/stacks/run.py $(ARGS)
 
-## bench-http: chronoq serve on SQLite and Redis, next to a bare ASGI hello-world (needs wrk)
+## bench-http: chronoq serve on SQLite and Redis, next to a bare ASGI hello-world (needs wrk); ARGS=--versus: its pushes against ouqiang's Go server (OUQIANG_BIN=path to its binary)
 bench-http: $(VENV)/.installed-bench system-deps
 	@command -v wrk >/dev/null 2>&1 || { \
 	  echo "installing wrk (Debian package)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; }
 	$(BIN)/python bench/http/run.py $(ARGS)
 
-## bench-peers: chronoq next to RQ, arq, huey, Dramatiq and Celery (peers in bench/.venvs/)
+## bench-peers: chronoq next to RQ, arq, huey, Dramatiq, Celery, SAQ and BullMQ (peers in bench/.venvs/; BullMQ needs node and npm)
 bench-peers: $(VENV)/.installed-bench system-deps
 	$(BIN)/python bench/peers/run.py $(ARGS)
 

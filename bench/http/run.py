@@ -14,6 +14,10 @@ CPU while 1,000 long polls wait on one topic.
                                        [--lag-seconds 20] [--idle-seconds 10] [--quick]
                                        [--out FILE]
 
+``--versus`` runs bench/http/versus.py instead, with the other options:
+chronoq's pushes on each protocol against ouqiang/delay-queue's Go server
+(OUQIANG_BIN) and the hello-world, with http.client and wrk.
+
 Redis is a private redis-server on a free loopback port (never 6379), no
 persistence, stopped at the end. See docs/benchmarks.md, "HTTP service".
 """
@@ -234,6 +238,11 @@ def parse_args(argv: list[str] | None) -> tuple[Settings, Path | None]:
     parser.add_argument("--idle-seconds", type=float, default=10.0, help="CPU window")
     parser.add_argument("--quick", action="store_true", help="a smoke run, about 30 s")
     parser.add_argument("--out", type=Path, help="also write the raw figures as JSON here")
+    parser.add_argument(
+        "--versus",
+        action="store_true",
+        help="run bench/http/versus.py (against ouqiang) with the other options instead",
+    )
     args = parser.parse_args(argv)
     backends = tuple(b.strip() for b in args.backends.split(",") if b.strip())
     if not backends or set(backends) - set(BACKENDS):
@@ -251,6 +260,11 @@ def versions() -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if "--versus" in args:
+        import versus
+
+        return versus.main([arg for arg in args if arg != "--versus"])
     settings, out = parse_args(argv)
     if shutil.which("wrk") is None:
         print(
