@@ -358,10 +358,10 @@ def prepare_job(job: Job, max_payload: int, index: int | None = None) -> NewJob:
         if priority is not default.priority:
             priority = _check_int(priority, "priority", -MAX_PRIORITY, MAX_PRIORITY)
         ttr = job.ttr
-        # the float defaults by value: a 30.0 in another signature is another object
-        ttr_ms = (
-            _TTR_MS if type(ttr) is float and ttr == 30.0 else duration_ms(ttr, "ttr", minimum_ms=1)
-        )
+        if type(ttr) is float and ttr == default.ttr:
+            ttr_ms = _TTR_MS
+        else:
+            ttr_ms = duration_ms(ttr, "ttr", minimum_ms=1)
         attempts = job.max_attempts
         if attempts is not default.max_attempts:
             attempts = _check_int(attempts, "max_attempts", 1, 1_000_000)

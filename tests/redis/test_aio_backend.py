@@ -58,6 +58,23 @@ def test_the_asyncio_api_runs_on_redis_asyncio(server: RedisServer) -> None:
     run(main)
 
 
+def test_connections_kept_between_calls_count_against_max_connections(
+    server: RedisServer,
+) -> None:
+    """The asyncio link keeps up to 8 connections between round trips, which
+    the pool counts as in use: with ``max_connections`` under that, the
+    commands that went through the client's pool found none left."""
+
+    async def main() -> None:
+        async with chronoq.aio.connect(f"{server.url}?max_connections=4") as q:
+            await asyncio.gather(*(q.put("t", n) for n in range(4)))  # 4 connections kept
+            assert await q.topics() == ["t"]  # SMEMBERS: a command of its own
+            assert len((await q.events("t")).events) == 4
+            await asyncio.gather(*(q.put("t", n) for n in range(3)), q.topics())  # 4 at once
+
+    run(main)
+
+
 # -- waiting --------------------------------------------------------------------------
 
 

@@ -14,7 +14,7 @@ from chronoq.worker.inline import FIRST_PROBE, LONG_S, PROBES, QUICK_S, SLOW_S, 
 def probe_round(q: Quickness, topic: str, seconds: float) -> None:
     for _ in range(PROBES):
         assert q.on_loop(topic)
-        q.ran(topic, seconds)
+        q.ran(topic, q.epoch(topic), seconds)
 
 
 def to_first_probe(q: Quickness, topic: str, thread_s: float = QUICK_S) -> None:
@@ -36,22 +36,38 @@ def test_a_probe_round_is_judged_by_its_median() -> None:
     to_first_probe(q, "t")
     for n in range(PROBES):  # under half of them slow: a wait for the GIL now and then
         assert q.on_loop("t")
-        q.ran("t", LONG_S if n % 3 == 0 else QUICK_S / 2)
+        q.ran("t", q.epoch("t"), SLOW_S if n % 3 == 0 else QUICK_S / 2)
     assert q.inline("t")
 
 
 def test_slow_probes_send_it_back_for_ten_times_longer() -> None:
     q = Quickness()
     to_first_probe(q, "t")
-    probe_round(q, "t", QUICK_S * 2)
+    probe_round_judged = [QUICK_S * 2] * PROBES
+    for seconds in probe_round_judged:
+        assert q.on_loop("t")
+        q.ran("t", q.epoch("t"), seconds)
     assert not q.inline("t")
     waited = 0
     while not q.on_loop("t"):
+        q.threaded("t", QUICK_S)
         waited += 1
+        assert waited < FIRST_PROBE * 100
     assert waited == FIRST_PROBE * 10 - 1
 
 
+def test_threads_go_on_to_the_next_job_until_a_round_starts() -> None:
+    q = Quickness()
+    for _ in range(FIRST_PROBE - 1):
+        assert q.thread_may_take("t")  # counted as it goes
+        q.threaded("t", QUICK_S)
+    assert not q.thread_may_take("t")  # the loop starts this one: a probe
+    assert q.on_loop("t")
+    assert not q.thread_may_take("t")  # more probes to hand out
+
+
 def test_no_probe_while_its_runs_in_threads_are_slow() -> None:
+    """(a handler that is slow in threads is never tried on the loop)"""
     q = Quickness()
     for _ in range(FIRST_PROBE * 3):
         assert not q.on_loop("t")
@@ -62,10 +78,45 @@ def test_one_long_run_on_the_loop_sends_it_back_to_the_threads() -> None:
     q = Quickness()
     to_first_probe(q, "t")
     probe_round(q, "t", QUICK_S / 2)
-    q.ran("t", SLOW_S)  # slower than usual, but not long: stays
+    q.ran("t", q.epoch("t"), SLOW_S)  # slower than usual, but not long: stays
     assert q.inline("t")
-    q.ran("t", LONG_S * 1.5)
+    q.ran("t", q.epoch("t"), LONG_S * 1.5)
     assert not q.inline("t") and not q.on_loop("t")
+
+
+def test_a_probe_that_raises_or_runs_long_ends_the_round() -> None:
+    for failed, seconds in ((True, QUICK_S / 2), (False, LONG_S * 2)):
+        q = Quickness()
+        to_first_probe(q, "t")
+        assert q.on_loop("t")
+        q.ran("t", q.epoch("t"), seconds, failed)
+        assert not q.on_loop("t") and not q.inline("t")  # threads, for ten times longer
+
+
+def test_runs_handed_out_before_a_change_are_not_counted() -> None:
+    """With concurrency 4, jobs queued on the loop run after their handler
+    went back to the threads: they must not start a round of their own."""
+    q = Quickness()
+    to_first_probe(q, "t")
+    probe_round(q, "t", QUICK_S / 2)
+    queued = [q.epoch("t")] * 3  # handed out while inline
+    q.ran("t", q.epoch("t"), LONG_S * 2)  # this one sends it back
+    for epoch in queued:
+        q.ran("t", epoch, LONG_S * 2)  # ... and these ran after
+    for _ in range(FIRST_PROBE * 10 - 1):
+        assert not q.on_loop("t")
+        q.threaded("t", QUICK_S)
+
+
+def test_a_round_hands_out_its_probes_then_waits_for_them() -> None:
+    q = Quickness()
+    to_first_probe(q, "t")
+    assert all(q.on_loop("t") for _ in range(PROBES))
+    epoch = q.epoch("t")
+    assert not q.on_loop("t")  # its probes are out: threads until they are judged
+    for _ in range(PROBES):
+        q.ran("t", epoch, QUICK_S / 2)
+    assert q.inline("t")
 
 
 def test_a_worker_runs_a_quick_handler_on_its_loop_and_a_slow_one_in_threads(

@@ -84,6 +84,14 @@ def lines_both_ways(stream: io.StringIO, monkeypatch: pytest.MonkeyPatch) -> Non
     assert got[1].endswith("outcome=retry duration_ms=0.50 error=\"ValueError: it's 'bad'\"")
 
 
+def test_a_handler_above_info_gets_no_job_line() -> None:
+    with text_log() as stream:
+        handler = logging.getLogger("chronoq").handlers[0]
+        handler.setLevel(logging.WARNING)
+        log_outcome(JOB, 1.0, "ack", None)
+        assert stream.getvalue() == ""
+
+
 def test_another_handler_on_the_logger_gets_the_record() -> None:
     with text_log() as stream:
         another_handler(stream)

@@ -117,6 +117,7 @@ class BurstHandler(logging.Handler):
             or log.filters
             or self.filters
             or type(formatter) is not TextFormatter
+            or self.level > logging.INFO
             or not log.isEnabledFor(logging.INFO)
             or log.propagate
         ):

@@ -75,6 +75,7 @@ class WorkerOptions:
     prefetch: int | None = None
     ttr: float | None = None
     recurring: bool = True
+    inline: bool = True
     log_format: str = "text"
     verbose: bool = False
 
@@ -88,6 +89,7 @@ class WorkerOptions:
         argv += [] if self.prefetch is None else ["--prefetch", str(self.prefetch)]
         argv += [] if self.ttr is None else ["--ttr", repr(self.ttr)]
         argv += [] if self.recurring else ["--no-recurring"]
+        argv += [] if self.inline else ["--no-inline"]
         argv += ["--log-format", self.log_format, "--supervisor-pid", str(supervisor_pid)]
         return argv
 
@@ -138,6 +140,12 @@ class WorkerOptions:
 )
 @click.option("--no-recurring", is_flag=True, help="Do not put recurring occurrences.")
 @click.option(
+    "--no-inline",
+    is_flag=True,
+    help="Run every plain-function handler in the worker's threads, never on its "
+    "event loop (by default a handler whose runs take under 0.2 ms runs there).",
+)
+@click.option(
     "--log-format",
     type=click.Choice(["text", "json"]),
     default="text",
@@ -158,6 +166,7 @@ def worker(
     store: str | None,
     processes: int,
     no_recurring: bool,
+    no_inline: bool,
     supervisor_pid: int | None,
     **opts: Any,
 ) -> None:
@@ -167,7 +176,9 @@ def worker(
         app.store = store
     root = ctx.find_root()
     verbose = bool(root.params.get("verbose"))
-    options = WorkerOptions(target, recurring=not no_recurring, verbose=verbose, **opts)
+    options = WorkerOptions(
+        target, recurring=not no_recurring, inline=not no_inline, verbose=verbose, **opts
+    )
     ctx.call_on_close(configure_logging(options.log_format, verbose))
     stop = EarlyStop()
     ctx.call_on_close(stop.restore)
@@ -209,6 +220,7 @@ def make_worker(
         prefetch=options.prefetch,
         ttr=options.ttr,
         recurring=options.recurring,
+        inline=options.inline,
     )
 
 

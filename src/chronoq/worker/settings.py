@@ -33,6 +33,8 @@ class Settings:
     prefetch: int | None
     ttr: float | None
     recurring: bool
+    #: quick plain-function handlers may run on the event loop (inline.py)
+    inline: bool = True
 
 
 @dataclass(slots=True)

@@ -110,31 +110,19 @@ class Slots:
         self.threads = HandlerThreads(
             settings.concurrency, loop, ended, self.chain, self.refusal, self._observe
         )
-        self.inline = InlineRuns(loop, self.quickness, ended, self.refusal, self._await_result)
+        self.inline_runs = InlineRuns(loop, self.quickness, ended, self.refusal, self._await_result)
 
     def _observe(self, job: Reservation, seconds: float) -> None:  # in a handler thread
         self.quickness.threaded(job.topic, seconds)
 
     def _await_result(self, token: int, awaitable: Any) -> None:
-        """A plain function run inline returned an awaitable: it is awaited in
-        a task, which tells ``ended``, as a handler thread would have."""
-
-        async def awaited() -> None:
-            try:
-                await awaitable
-            except asyncio.CancelledError:  # by release(): its result is void
-                if token in self.running:
-                    self._ended(token, RuntimeError("the handler was cancelled"), False)
-                raise
-            except Exception as exc:  # reported to the worker, which decides
-                self._ended(token, exc, False)
-            else:
-                self._ended(token, None, False)
-
+        """A plain function run inline returned an awaitable: awaited in a task
+        as an ``async def`` handler's coroutine is (``run_async``), which tells
+        ``ended``, as a handler thread would have."""
         run = self.running.get(token)
-        task = self._loop.create_task(awaited())
-        if run is not None:
-            run.task = task
+        if run is None:
+            return
+        run.task = self._run_async(lambda _job: awaitable, run.job, token)
 
     def hold(self, job: Reservation, lot: Lot, leased_until: float) -> None:
         """Take a reserved job: start it if a slot is free, else queue it.
@@ -167,7 +155,9 @@ class Slots:
                 return None
             following = self.waiting[0]
             topic = self.running[following].job.topic
-            if self.settings.is_async[topic] or self.quickness.on_loop(topic):
+            if self.settings.is_async[topic] or (
+                self.settings.inline and not self.quickness.thread_may_take(topic)
+            ):
                 return None  # runs on the loop (start asks on_loop again: the same answer)
             self.waiting.popleft()
             run = self.running[following]
@@ -192,8 +182,8 @@ class Slots:
         handler = self.settings.handlers[job.topic]
         if self.settings.is_async[job.topic]:
             run.task = self._run_async(handler, job, token)
-        elif self.quickness.on_loop(job.topic):
-            self.inline.submit(handler, job, token)
+        elif self.settings.inline and self.quickness.on_loop(job.topic):
+            self.inline_runs.submit(handler, job, token)
         else:
             self.threads.submit(handler, job, token)
 

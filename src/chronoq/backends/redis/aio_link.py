@@ -66,8 +66,23 @@ class AsyncLink:
             await self.pool.release(conn)
 
     async def command(self, *args: Any) -> Any:
-        """One command through the client: its reply parsed the redis-py way."""
-        return await self._client.execute_command(*args)
+        """One command, its reply parsed the redis-py way (a set for
+        SMEMBERS…). On a connection of ``connection()``, not through the
+        client: the connections kept here count against the pool's
+        ``max_connections``."""
+        conn = await self.connection()
+        try:
+            await conn.send_packed_command(conn.pack_command(*args), check_health=False)
+            reply = await conn.read_response()
+        except ResponseError:
+            raise  # the reply was read whole: the connection is fine
+        except BaseException:
+            await conn.disconnect(nowait=True)  # as in pipeline
+            raise
+        finally:
+            await self.give_back(conn)
+        callback = self._client.response_callbacks.get(str(args[0]).upper())
+        return callback(reply) if callback is not None else reply
 
     async def call(self, *args: Any) -> Any:
         """One command, one round trip; its reply (an error reply is raised)."""

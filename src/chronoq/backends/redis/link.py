@@ -3,8 +3,9 @@
 redis-py's ``Redis.execute_command`` takes a connection from the pool and
 gives it back on every call, checking its health each time; on this 2-vCPU
 machine that cost about 30 µs of a ~110 µs round trip. A backend makes many
-small calls from few threads, so each thread keeps its own connection and
-sends commands packed by the connection (hiredis when installed).
+small calls from few threads, so each thread keeps its own connection; a
+script call comes packed (packing.py) and its reply is read with hiredis on
+the socket (``roundtrip``), other commands go through the connection.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from typing import Any, cast
 import redis
 from redis._parsers.base import BaseParser
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import InvalidResponse, ResponseError
+from redis.exceptions import InvalidResponse, ReadOnlyError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.sentinel import SentinelManagedConnection
 
 from chronoq.backends.redis.packing import Packed, Wired
 
@@ -51,7 +53,8 @@ class _Held:
     ends, this is freed and the connection goes back to the pool."""
 
     __slots__ = (
-        "__weakref__", "buffer", "conn", "forks", "open", "polled", "poller", "read", "reader",
+        "__weakref__", "buffer", "conn", "forks", "open", "polled", "poller",
+        "reader", "reader_sock",
     )  # fmt: skip
 
     def __init__(self, conn: Any) -> None:
@@ -61,7 +64,7 @@ class _Held:
         self.poller = select.poll()
         self.polled: Any = None  # the socket the poller watches
         self.reader: Any = None  # roundtrip's reply parser (hiredis) ...
-        self.read: Any = None  # ... of this socket
+        self.reader_sock: Any = None  # ... made for this socket
         self.buffer = bytearray(1 << 16)
 
     def cut(self) -> bool:
@@ -97,12 +100,29 @@ def readable(sock: Any) -> bool:
         return True
 
 
+_INCOMPLETE = object()  # what the reader's gets() answers until a reply is whole
+
+
 def _reader() -> Any:
     """A hiredis reply parser that makes replies as redis-py's does (an error
     reply as redis-py's exception for it, returned); None without hiredis."""
     if hiredis is None:
         return None
-    return hiredis.Reader(protocolError=InvalidResponse, replyError=BaseParser.parse_error)
+    return hiredis.Reader(
+        protocolError=InvalidResponse,
+        replyError=BaseParser.parse_error,
+        notEnoughData=_INCOMPLETE,
+    )
+
+
+def _cuts(conn: Any, reply: Exception) -> bool:
+    """Whether an error reply ends the connection, as redis-py's read_response
+    has it: one it maps to ConnectionError (NOAUTH, ...), and READONLY on a
+    Sentinel-managed connection, so that the next connect asks the sentinels
+    where the primary is now."""
+    if isinstance(reply, RedisConnectionError):
+        return True
+    return isinstance(reply, ReadOnlyError) and isinstance(conn, SentinelManagedConnection)
 
 
 class Sent:
@@ -203,8 +223,8 @@ class Link:
         held = self._ready()
         conn = held.conn
         sock = conn._sock
-        if held.read is not sock:
-            held.reader, held.read = _reader(), sock
+        if held.reader_sock is not sock:
+            held.reader, held.reader_sock = _reader(), sock
         reader = held.reader
         try:
             sock.sendall(command.wire())
@@ -212,7 +232,7 @@ class Link:
                 reply = self._reply(conn)
             else:  # the reply read here, without redis-py's layers around hiredis
                 reply = reader.gets()
-                while reply is False:
+                while reply is _INCOMPLETE:
                     size = sock.recv_into(held.buffer)
                     if not size:
                         raise RedisConnectionError("the server closed the connection")
@@ -220,10 +240,14 @@ class Link:
                     reply = reader.gets()
         except BaseException as exc:
             conn.disconnect()  # half sent or half read: not fit for the next command
-            held.read = None
+            held.reader_sock = None
             if isinstance(exc, TimeoutError):  # the socket's, as redis-py says it
                 raise RedisTimeoutError("Timeout: no reply within socket_timeout") from None
             raise
+        if isinstance(reply, Exception) and _cuts(conn, reply):
+            conn.disconnect()  # as redis-py's read_response does with such replies
+            held.reader_sock = None
+            raise reply
         held.open = True
         return reply
 

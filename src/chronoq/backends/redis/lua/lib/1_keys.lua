@@ -46,7 +46,9 @@ local NOW_US -- the same instant in µs, for timing a wait to less than a ms
 
 -- A whole number as Redis reads it. Lua's own tostring (and an argument of
 -- redis.call) goes through printf's %.17g: a few µs for a 13-digit time.
-local function istr(n) return string.format('%d', n) end
+-- '%.0f', not '%d': Lua 5.1 casts a %d argument to a C long, 32 bits on a
+-- 32-bit build, which a time in ms overflows.
+local function istr(n) return string.format('%.0f', n) end
 
 local function now_ms()
   local t = redis.call('TIME')
