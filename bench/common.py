@@ -352,8 +352,8 @@ def console() -> Console:
     return Console(width=None if sys.stdout.isatty() else 130)
 
 
-def render_header(out: Console, report: dict[str, Any], versions: str) -> None:
-    """The command, machine, versions and store lines every benchmark starts with."""
+def command_and_machine(out: Console, report: dict[str, Any]) -> None:
+    """The command and machine lines every benchmark's report starts with."""
     info = report["machine"]
     out.print(f"[bold]command[/]   {report['command']}")
     out.print(
@@ -361,6 +361,12 @@ def render_header(out: Console, report: dict[str, Any], versions: str) -> None:
         f"load avg {info['loadavg_start'][0]:.2f} before, {info['loadavg_end'][0]:.2f} after "
         "(a shared machine: expect noise)"
     )
+
+
+def render_header(out: Console, report: dict[str, Any], versions: str) -> None:
+    """The command, machine, versions and store lines every benchmark starts with."""
+    info = report["machine"]
+    command_and_machine(out, report)
     out.print(
         f"[bold]versions[/]  Python {info['python']}, {versions}, "
         f"chronoq {info['chronoq']} at {info['source']}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from common import command_and_machine
 from rich.console import Console
 from rich.table import Table
 
@@ -140,12 +141,7 @@ def idle_table(report: dict[str, Any]) -> Table:
 
 def render(out: Console, report: dict[str, Any]) -> None:
     info = report["machine"]
-    out.print(f"[bold]command[/]   {report['command']}")
-    out.print(
-        f"[bold]machine[/]   {info['cpu']}, {info['cores']} cores, {info['platform']}; "
-        f"load avg {info['loadavg_start'][0]:.2f} before, {info['loadavg_end'][0]:.2f} after "
-        "(a shared machine: expect noise)"
-    )
+    command_and_machine(out, report)
     versions = ", ".join(
         f"{name} {info[name]}"
         for name in ("uvicorn", "uvloop", "httptools", "msgspec", "wrk", "redis_server")

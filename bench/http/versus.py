@@ -60,7 +60,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import redis
-from common import RUN, command, console, machine
+from common import RUN, command, command_and_machine, console, machine
 from procs import Placement, Server, chronoq_server, hello_server
 from scripts import wrk as run_wrk
 from scripts import wrk_version
@@ -343,12 +343,7 @@ def main(argv: list[str] | None = None) -> int:
 def render(report: dict[str, Any]) -> None:
     out = console()
     info = report["machine"]
-    out.print(f"[bold]command[/]   {report['command']}")
-    out.print(
-        f"[bold]machine[/]   {info['cpu']}, {info['cores']} cores, {info['platform']}; "
-        f"load avg {info['loadavg_start'][0]:.2f} before, {info['loadavg_end'][0]:.2f} after "
-        "(a shared machine: expect noise)"
-    )
+    command_and_machine(out, report)
     ouqiang = f"ouqiang {info['ouqiang']}" if info.get("ouqiang") else "ouqiang skipped"
     out.print(
         f"[bold]versions[/]  Python {info['python']}, wrk {info['wrk']}, redis-server "
