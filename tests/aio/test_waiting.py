@@ -46,6 +46,34 @@ def test_a_wait_ends_at_the_due_time_it_was_told(store_url: str, topic: str) -> 
     asyncio.run(main())
 
 
+def test_the_attempt_after_a_timed_wait_finds_the_job(store_url: str, topic: str) -> None:
+    # The watcher times all but the last `early` seconds before the due time;
+    # the rest is slept on the loop's clock, so no attempt is spent in between
+    # on finding nothing a moment too soon. (`early` is long here so that the
+    # watcher's own lateness, about a ms, cannot hide such an attempt.)
+    early = 0.05
+
+    async def main() -> None:
+        async with chronoq.aio.connect(store_url) as q:
+            await q.put(topic, "x", delay=0.3)
+            watcher = await q.watch(topic)
+            try:
+                result = await q.reserve_once(topic, watcher=watcher)
+                too_soon = []
+                while not result.jobs:
+                    await q.wait_for_jobs(watcher, result, 10.0, early=early)
+                    result = await q.reserve_once(topic, watcher=watcher)
+                    if not result.jobs and (result.wake_in_ms or 0) < early * 1000:
+                        too_soon.append(result.wake_in_ms)
+                assert too_soon == []
+                assert time.time() * 1000 >= result.jobs[0].due_at
+                await q.ack(result.jobs[0])
+            finally:
+                await watcher.close()
+
+    asyncio.run(main())
+
+
 def test_a_wait_ends_when_a_job_is_put(store_url: str, topic: str) -> None:
     async def main() -> None:
         async with chronoq.aio.connect(store_url) as q:

@@ -360,6 +360,20 @@ def test_a_push_of_an_existing_id_replaces_it(client: httpx.Client, store_url: s
     assert call(client, "/get", {"id": "x"})["data"]["body"] == "four"
 
 
+def test_pushes_at_once_each_name_their_job(client: httpx.Client, store_url: str) -> None:
+    # new ids at once: their entries' creates and their jobs' puts meet at
+    # the store and go as grouped calls; the same new id from many
+    # connections at once: one create wins, the others take the long way
+    fresh = [f"g{n}" for n in range(40)]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda job_id: push(client, "grp", job_id, delay=100), fresh))
+        list(pool.map(lambda _: push(client, "grp", "same", delay=100), range(16)))
+    for job_id in [*fresh, "same"]:
+        assert index_entry(store_url, job_id) == {"topic": "grp"}, job_id
+        assert call(client, "/get", {"id": job_id})["data"]["topic"] == "grp"
+    assert client.get("/v1/topics/grp/stats").json()["total"] == 41
+
+
 def test_jobs_put_through_v1_pop_as_text(client: httpx.Client) -> None:
     client.post("/v1/topics/v/jobs", json={"id": "j", "payload": {"a": [1, "é"]}})
     client.post("/v1/topics/v/jobs", json={"id": "n"})

@@ -175,9 +175,9 @@ class AsyncQueue:
                 if result.jobs or watcher is None or remaining <= 0:
                     jobs = result.jobs
                     break
-                # the store's own timing: no early wake-up, so N waiters on a
-                # topic make no extra attempts at each due time
-                await wait_for_jobs(watcher, result, remaining, early=0.0)
+                # the due time's last ms timed on the loop, with no attempt
+                # before it: N waiters on a topic make no extra attempts
+                await wait_for_jobs(watcher, result, remaining)
         finally:
             if watcher is not None:
                 try:

@@ -25,17 +25,23 @@ async def wait_for_jobs(
     that is when ``watcher`` sees a change or at the next due time it told
     of, and after ``limit`` seconds at the most. The last ``early`` seconds
     before a due time are timed on the event loop, to the tick (0: the
-    watcher times the whole wait)."""
+    watcher times the whole wait): the watcher's wait ends that much before
+    it, and the rest is slept here, with no attempt in between."""
     limit = max(limit, 0.0)
     if result.wake_in_ms is None:
         await watcher.wait(limit)
         return
+    loop = asyncio.get_running_loop()
     wake_in = result.wake_in_ms / 1000
+    deadline = loop.time() + min(wake_in, limit)
     if early > 0 and wake_in <= early:
-        loop = asyncio.get_running_loop()
-        await sleep_until(loop, loop.time() + min(wake_in, limit))
+        await sleep_until(loop, deadline)
         return
-    await watcher.wait(min(limit, wake_in - early))
+    woken = await watcher.wait(min(limit, wake_in - early))
+    # ended by its timer (not by a change, nor interrupted long before): the
+    # due time is near, and a store attempt now would find nothing
+    if not woken and early > 0 and deadline - loop.time() <= early:
+        await sleep_until(loop, deadline)
 
 
 async def sleep_until(loop: asyncio.AbstractEventLoop, deadline: float) -> None:

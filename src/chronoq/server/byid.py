@@ -38,6 +38,7 @@ from chronoq.job import (
     validate_topic,
 )
 from chronoq.server.auth import INTERNAL_PREFIX, Action, Token, is_internal
+from chronoq.server.grouped_puts import GroupedPuts
 from chronoq.server.longpoll import LongPolls
 from chronoq.server.metrics import Metrics
 from chronoq.server.problems import ApiError
@@ -50,7 +51,6 @@ __all__ = [
     "IdJobs",
     "Refused",
     "check_not_internal",
-    "trim",
 ]
 
 log = logging.getLogger("chronoq")
@@ -64,18 +64,6 @@ _NEVER = float(YEAR_10000 - 1)  # 9999-12-31T23:59:59Z: the latest run_at chrono
 # each write of _ensure is read back; more rounds than this means another
 # process rewrites the entry as fast as it is read: given up, and logged
 _ENSURE_ROUNDS = 5
-
-# Go's strings.TrimSpace set (unicode.IsSpace). str.strip() would also strip
-# \x1c-\x1f; ouqiang keeps them, so ids and topics trim the same in both.
-_GO_SPACE = (
-    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
-
-
-def trim(text: str) -> str:
-    """``text`` without leading and trailing white space, as Go trims it."""
-    return text.strip(_GO_SPACE)
 
 
 class Refused(Exception):
@@ -139,6 +127,7 @@ class IdJobs:
 
     def __init__(self, queue: AsyncQueue, polls: LongPolls, metrics: Metrics) -> None:
         self.q = queue
+        self.puts = GroupedPuts(queue)  # the entries' and jobs' puts, with others met at the store
         self.polls = polls
         self.metrics = metrics
         self._abandoned: set[asyncio.Task[Reservation | None]] = set()
@@ -168,10 +157,8 @@ class IdJobs:
     async def _write(self, job_id: str, entry: Entry, *, replace: bool = True) -> bool:
         """Put the entry (never due: no consumer of the index topic gets one);
         with ``replace`` False only if there is none. True if it was written."""
-        result = await self.q.put(
-            BYID_TOPIC, entry.payload(), id=job_id, run_at=_NEVER, replace=replace
-        )
-        return result.created
+        index_job = Job(entry.payload(), run_at=_NEVER, id=job_id)
+        return (await self.puts.put(BYID_TOPIC, index_job, replace=replace)).created
 
     async def _ensure(self, job_id: str, topics: Sequence[str]) -> None:
         """Make the entry name each of ``topics`` (those it lacks first, as the
@@ -253,6 +240,14 @@ class IdJobs:
         ``token`` must then be allowed to put on too: checked before anything
         is written)."""
         job = self._job(topic, job_id, payload, delay, ttr)
+        # A new id, the usual push: its entry is created (create-only, so of
+        # two pushes at once one creates it and the other takes the long way
+        # below), then the job put, then the entry read back. No entry was
+        # there, so nothing is replaced elsewhere and the token needs no more.
+        if await self._write(job_id, Entry(topic), replace=False):
+            await self._put_job(topic, job_id, job)
+            await self._ensure(job_id, (topic,))  # a finish of the id may have taken the entry
+            return
         found, entry = await self._read(job_id)
         old = entry.topics if entry is not None else ()
         if entry is not None:
@@ -266,14 +261,7 @@ class IdJobs:
         elif topic not in old:
             # a move: the old topics stay named until their jobs are gone
             await self._write(job_id, Entry(topic, old))
-        [result] = await self.q.put_many(topic, [job], replace=True)
-        if not result.created:
-            raise Refused(
-                f"job {job_id!r} is reserved by a consumer, so it is not replaced "
-                "(chronoq never changes a job under a lease): push it again once it is "
-                "finished or its ttr ran out"
-            )
-        self.metrics.transition(topic, "put")
+        await self._put_job(topic, job_id, job)
         stale = tuple(t for t in old if t != topic)
         if not stale:
             # a finish of the id since the read above may have deleted the entry
@@ -283,6 +271,15 @@ class IdJobs:
         # the next push or finish of the id
         await self._delete(job_id, stale)
         await self._forget(job_id, topic, stale)
+
+    async def _put_job(self, topic: str, job_id: str, job: Job) -> None:
+        if not (await self.puts.put(topic, job, replace=True)).created:
+            raise Refused(
+                f"job {job_id!r} is reserved by a consumer, so it is not replaced "
+                "(chronoq never changes a job under a lease): push it again once it is "
+                "finished or its ttr ran out"
+            )
+        self.metrics.transition(topic, "put")
 
     async def _forget(self, job_id: str, topic: str, cleared: Sequence[str]) -> None:
         """After a move to ``topic`` and the deletes on ``cleared``: the entry

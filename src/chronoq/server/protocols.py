@@ -1,14 +1,27 @@
 """What the two compatibility protocols (youzan.py, ouqiang.py) share
-besides the id index: a pop's topic list, and the words of a refusal."""
+besides the id index: Go's trimming of ids and topics, a pop's topic list,
+and the words of a refusal."""
 
 from __future__ import annotations
 
 from chronoq.errors import ChronoqError, InvalidInput
 from chronoq.job import validate_topic
-from chronoq.server.byid import Refused, check_not_internal, trim
+from chronoq.server.byid import Refused, check_not_internal
 from chronoq.server.problems import from_chronoq
 
-__all__ = ["check_topics", "refusal_text", "split_topics"]
+__all__ = ["check_topics", "refusal_text", "split_topics", "trim"]
+
+# Go's strings.TrimSpace set (unicode.IsSpace). str.strip() would also strip
+# \x1c-\x1f; ouqiang keeps them, so ids and topics trim the same in both.
+_GO_SPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+def trim(text: str) -> str:
+    """``text`` without leading and trailing white space, as Go trims it."""
+    return text.strip(_GO_SPACE)
 
 
 def split_topics(text: str) -> list[str]:

@@ -9,11 +9,12 @@ import re
 from typing import Any
 
 from chronoq.aio import AsyncQueue
-from chronoq.errors import InvalidJob, LeaseLost
-from chronoq.job import Job, JobLease, PutResult
+from chronoq.errors import LeaseLost
+from chronoq.job import Job, JobLease
 from chronoq.server import wire
 from chronoq.server.auth import Action, allowed
 from chronoq.server.batching import Coalescer
+from chronoq.server.grouped_puts import GroupedPuts
 from chronoq.server.longpoll import LongPolls
 from chronoq.server.metrics import Metrics
 from chronoq.server.problems import ApiError
@@ -59,9 +60,7 @@ class V1:
         self.limits = limits
         self.metrics = metrics
         # single puts and acks that meet at the store go as one call (batching.py)
-        self.puts: Coalescer[tuple[str, bool], Job, PutResult | InvalidJob] = Coalescer(
-            self._put_group
-        )
+        self.puts = GroupedPuts(queue)
         self.acks: Coalescer[str, JobLease, bool] = Coalescer(self._ack_group)
 
     def _check_batch(self, size: int, what: str) -> None:
@@ -70,30 +69,6 @@ class V1:
                 400, "too_many", f"{size} {what} in one batch, over the limit of "
                 f"{self.limits.max_batch}: split it",
             )  # fmt: skip
-
-    async def _put_group(
-        self, key: tuple[str, bool], jobs: list[Job]
-    ) -> list[PutResult | InvalidJob]:
-        """One put_many for the group. It checks every job before it writes
-        any, so a bad job (named by its index) is answered alone and the
-        others go again without it: in the usual group, with no bad job, each
-        job is checked once."""
-        topic, replace = key
-        results: list[PutResult | InvalidJob | None] = [None] * len(jobs)
-        left = list(range(len(jobs)))
-        while left:
-            try:
-                done = await self.q.put_many(topic, [jobs[i] for i in left], replace=replace)
-            except InvalidJob as exc:
-                if exc.index is None:
-                    raise
-                bad = left.pop(exc.index)
-                results[bad] = InvalidJob(str(exc).split(": ", 1)[-1])
-                continue
-            for i, result in zip(left, done, strict=True):
-                results[i] = result
-            break
-        return [result for result in results if result is not None]
 
     async def _ack_group(self, topic: str, leases: list[JobLease]) -> list[bool]:
         """Lost or not, per lease. An id twice in one group (a retried ack)
@@ -117,9 +92,7 @@ class V1:
 
     async def put(self, call: Call) -> Reply:
         spec: wire.PutJob = call.body
-        result = await self.puts.call((call.param("topic"), spec.replace), _job(spec))
-        if isinstance(result, InvalidJob):
-            raise result
+        result = await self.puts.put(call.param("topic"), _job(spec), replace=spec.replace)
         self.metrics.transition(call.param("topic"), "put", int(result.created))
         return _ok(wire.put_body(result), 201 if result.created else 200)
 

@@ -1,0 +1,54 @@
+"""Single puts of many requests as few store calls: the puts of one topic
+(and one ``replace``) that meet at the store go as one ``put_many``
+(batching.py's group commit). Every protocol's single put goes this way: the
+/v1 put, and the pushes of the Youzan and ouqiang protocols with their index
+entries (byid.py)."""
+
+from __future__ import annotations
+
+from chronoq.aio import AsyncQueue
+from chronoq.errors import InvalidJob
+from chronoq.job import Job, PutResult
+from chronoq.server.batching import Coalescer
+
+__all__ = ["GroupedPuts"]
+
+
+class GroupedPuts:
+    def __init__(self, queue: AsyncQueue) -> None:
+        self.q = queue
+        self._groups: Coalescer[tuple[str, bool], Job, PutResult | InvalidJob] = Coalescer(
+            self._put_group
+        )
+
+    async def put(self, topic: str, job: Job, *, replace: bool = False) -> PutResult:
+        """``put_many(topic, [job], replace=replace)`` with whatever other puts
+        of the topic meet it; raises ``InvalidJob`` for this job alone."""
+        result = await self._groups.call((topic, replace), job)
+        if isinstance(result, InvalidJob):
+            raise result
+        return result
+
+    async def _put_group(
+        self, key: tuple[str, bool], jobs: list[Job]
+    ) -> list[PutResult | InvalidJob]:
+        """One put_many for the group. It checks every job before it writes
+        any, so a bad job (named by its index) is answered alone and the
+        others go again without it: in the usual group, with no bad job, each
+        job is checked once."""
+        topic, replace = key
+        results: list[PutResult | InvalidJob | None] = [None] * len(jobs)
+        left = list(range(len(jobs)))
+        while left:
+            try:
+                done = await self.q.put_many(topic, [jobs[i] for i in left], replace=replace)
+            except InvalidJob as exc:
+                if exc.index is None:
+                    raise
+                bad = left.pop(exc.index)
+                results[bad] = InvalidJob(str(exc).split(": ", 1)[-1])
+                continue
+            for i, result in zip(left, done, strict=True):
+                results[i] = result
+            break
+        return [result for result in results if result is not None]
