@@ -175,9 +175,9 @@ class AsyncQueue:
                 if result.jobs or watcher is None or remaining <= 0:
                     jobs = result.jobs
                     break
-                # the due time's last ms timed on the loop, with no attempt
-                # before it: N waiters on a topic make no extra attempts
-                await wait_for_jobs(watcher, result, remaining)
+                # the due time's last ms on the loop's timer, with no attempt
+                # before it and no spinning: N waiters on a topic cost nothing more
+                await wait_for_jobs(watcher, result, remaining, to_the_tick=False)
         finally:
             if watcher is not None:
                 try:
@@ -233,9 +233,9 @@ class AsyncQueue:
         """After ``result`` (of ``reserve_once``) leased nothing, return when a
         job may be available: on a change that ``watcher`` sees, or at the
         next due time; after ``limit`` seconds at the most. A due time is
-        timed on the store until ``early`` seconds before it (an attempt
-        then may still find nothing: loop), and the rest on the event loop,
-        to the tick (the worker's way: a loop timer wakes up to 1 ms late)."""
+        timed on the store until ``early`` seconds before it, and the rest on
+        the event loop, to the tick (the worker's way: a loop timer wakes up
+        to 1 ms late). An attempt then may still find nothing: loop."""
         await wait_for_jobs(watcher, result, limit, early=early)
 
     async def ack(self, job: LeaseRef, id: str | None = None, lease: str | None = None) -> None:

@@ -19,14 +19,21 @@ SPIN_S = 0.0012  # the last stretch of such a wait, spent yielding to the loop
 
 
 async def wait_for_jobs(
-    watcher: AsyncWatcher, result: ReserveResult, limit: float, *, early: float = WAKE_EARLY_S
+    watcher: AsyncWatcher,
+    result: ReserveResult,
+    limit: float,
+    *,
+    early: float = WAKE_EARLY_S,
+    to_the_tick: bool = True,
 ) -> None:
     """After ``result`` leased nothing: return when a job may be available,
     that is when ``watcher`` sees a change or at the next due time it told
-    of, and after ``limit`` seconds at the most. The last ``early`` seconds
-    before a due time are timed on the event loop, to the tick (0: the
-    watcher times the whole wait): the watcher's wait ends that much before
-    it, and the rest is slept here, with no attempt in between."""
+    of, and after ``limit`` seconds at the most. The watcher's wait ends
+    ``early`` seconds before a due time (0: it times the whole wait), and
+    the rest is slept on the event loop with no store attempt between:
+    ``to_the_tick``, its last SPIN_S in turns of the loop (a loop timer wakes
+    up to 1 ms late); else on the loop's timer alone, which spends no CPU
+    when many waiters wait for one due time."""
     limit = max(limit, 0.0)
     if result.wake_in_ms is None:
         await watcher.wait(limit)
@@ -34,14 +41,15 @@ async def wait_for_jobs(
     loop = asyncio.get_running_loop()
     wake_in = result.wake_in_ms / 1000
     deadline = loop.time() + min(wake_in, limit)
-    if early > 0 and wake_in <= early:
+    if early <= 0 or wake_in > early:
+        woken = await watcher.wait(min(limit, wake_in - early))
+        # ended by a change, or interrupted long before the due time
+        if woken or early <= 0 or deadline - loop.time() > early:
+            return
+    if to_the_tick:
         await sleep_until(loop, deadline)
-        return
-    woken = await watcher.wait(min(limit, wake_in - early))
-    # ended by its timer (not by a change, nor interrupted long before): the
-    # due time is near, and a store attempt now would find nothing
-    if not woken and early > 0 and deadline - loop.time() <= early:
-        await sleep_until(loop, deadline)
+    elif (left := deadline - loop.time()) > 0:
+        await asyncio.sleep(left)
 
 
 async def sleep_until(loop: asyncio.AbstractEventLoop, deadline: float) -> None:

@@ -14,6 +14,7 @@ from chronoq.server import wire
 from chronoq.server.asgi import App, Service
 from chronoq.server.auth import Action
 from chronoq.server.compat import compat_routes
+from chronoq.server.grouped_puts import GroupedPuts
 from chronoq.server.longpoll import LongPolls
 from chronoq.server.metrics import CONTENT_TYPE, Metrics
 from chronoq.server.openapi import openapi_document
@@ -69,8 +70,9 @@ def create_app(
     service.on_drain.append(polls.close)
     service.on_close.append(q.close)
     router = Router()
-    routes = v1_routes(q, polls, settings.limits, metrics)
-    routes += compat_routes(q, polls, settings, metrics)
+    puts = GroupedPuts(q)  # every protocol's single puts meet in one group commit
+    routes = v1_routes(q, polls, settings.limits, metrics, puts)
+    routes += compat_routes(q, polls, settings, metrics, puts)
 
     async def healthz(call: Call) -> Reply:
         try:

@@ -125,9 +125,15 @@ async def _relay(source: asyncio.Event, target: asyncio.Event) -> None:
 class IdJobs:
     """Push, pop, finish and get of jobs named by id, for both protocols."""
 
-    def __init__(self, queue: AsyncQueue, polls: LongPolls, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        queue: AsyncQueue,
+        polls: LongPolls,
+        metrics: Metrics,
+        puts: GroupedPuts | None = None,
+    ) -> None:
         self.q = queue
-        self.puts = GroupedPuts(queue)  # the entries' and jobs' puts, with others met at the store
+        self.puts = puts or GroupedPuts(queue)  # the entries' and jobs' puts
         self.polls = polls
         self.metrics = metrics
         self._abandoned: set[asyncio.Task[Reservation | None]] = set()

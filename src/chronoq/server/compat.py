@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from chronoq.aio import AsyncQueue
 from chronoq.server.byid import IdJobs
+from chronoq.server.grouped_puts import GroupedPuts
 from chronoq.server.longpoll import LongPolls
 from chronoq.server.metrics import Metrics
 from chronoq.server.ouqiang import ouqiang_routes
@@ -18,9 +19,13 @@ __all__ = ["compat_routes"]
 
 
 def compat_routes(
-    queue: AsyncQueue, polls: LongPolls, settings: ServerSettings, metrics: Metrics
+    queue: AsyncQueue,
+    polls: LongPolls,
+    settings: ServerSettings,
+    metrics: Metrics,
+    puts: GroupedPuts,
 ) -> list[Route]:
-    jobs = IdJobs(queue, polls, metrics)
+    jobs = IdJobs(queue, polls, metrics, puts)
     return youzan_routes(jobs, settings.auth, settings.limits) + ouqiang_routes(
         jobs, settings.auth, settings.limits
     )

@@ -2,7 +2,8 @@
 (and one ``replace``) that meet at the store go as one ``put_many``
 (batching.py's group commit). Every protocol's single put goes this way: the
 /v1 put, and the pushes of the Youzan and ouqiang protocols with their index
-entries (byid.py)."""
+entries (byid.py); the app makes one for all of them, so a /v1 put and a
+push to one topic may share a call."""
 
 from __future__ import annotations
 

@@ -53,14 +53,19 @@ def _ok(body: Any, status: int = 200) -> Reply:
 
 class V1:
     def __init__(
-        self, queue: AsyncQueue, polls: LongPolls, limits: Limits, metrics: Metrics
+        self,
+        queue: AsyncQueue,
+        polls: LongPolls,
+        limits: Limits,
+        metrics: Metrics,
+        puts: GroupedPuts | None = None,
     ) -> None:
         self.q = queue
         self.polls = polls
         self.limits = limits
         self.metrics = metrics
         # single puts and acks that meet at the store go as one call (batching.py)
-        self.puts = GroupedPuts(queue)
+        self.puts = puts or GroupedPuts(queue)
         self.acks: Coalescer[str, JobLease, bool] = Coalescer(self._ack_group)
 
     def _check_batch(self, size: int, what: str) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 from chronoq.aio import AsyncQueue
 from chronoq.server import wire
 from chronoq.server.auth import Action
+from chronoq.server.grouped_puts import GroupedPuts
 from chronoq.server.longpoll import LongPolls
 from chronoq.server.metrics import Metrics
 from chronoq.server.routing import Param, Route
@@ -21,8 +22,10 @@ _JOB = _TOPIC + "/jobs/{id}"
 _ERRORS = {400: wire.ErrorBody, 401: wire.ErrorBody, 403: wire.ErrorBody, 503: wire.ErrorBody}
 
 
-def v1_routes(queue: AsyncQueue, polls: LongPolls, limits: Limits, metrics: Metrics) -> list[Route]:
-    api = V1(queue, polls, limits, metrics)
+def v1_routes(
+    queue: AsyncQueue, polls: LongPolls, limits: Limits, metrics: Metrics, puts: GroupedPuts
+) -> list[Route]:
+    api = V1(queue, polls, limits, metrics, puts)
     lease_errors = {**_ERRORS, 404: wire.ErrorBody, 409: wire.ErrorBody}
     put, reserve, read, admin = Action.PUT, Action.RESERVE, Action.READ, Action.ADMIN
     limit = Param(
