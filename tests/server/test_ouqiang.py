@@ -361,9 +361,9 @@ def test_a_push_of_an_existing_id_replaces_it(client: httpx.Client, store_url: s
 
 
 def test_pushes_at_once_each_name_their_job(client: httpx.Client, store_url: str) -> None:
-    # new ids at once: their entries' creates and their jobs' puts meet at
-    # the store and go as grouped calls; the same new id from many
-    # connections at once: one create wins, the others take the long way
+    # new ids at once (their entries' creates and their jobs' puts may meet
+    # at the store as grouped calls), and one new id from many connections
+    # at once (one create wins, the others find its entry): each job named
     fresh = [f"g{n}" for n in range(40)]
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda job_id: push(client, "grp", job_id, delay=100), fresh))

@@ -175,7 +175,7 @@ class AsyncQueue:
                 if result.jobs or watcher is None or remaining <= 0:
                     jobs = result.jobs
                     break
-                # the due time's last ms on the loop's timer, with no attempt
+                # a due time's last 2 ms on the loop's timer, with no attempt
                 # before it and no spinning: N waiters on a topic cost nothing more
                 await wait_for_jobs(watcher, result, remaining, to_the_tick=False)
         finally:

@@ -1,7 +1,7 @@
 """How an asyncio consumer waits after a reserve attempt that leased
-nothing: on the store's watcher until something changes, and for the next
-due time on the event loop's clock, to the tick. ``AsyncQueue.reserve`` and
-the worker's fetchers both wait this way."""
+nothing: on the store's watcher until something changes, and the last
+stretch before the next due time on the event loop's clock (the worker's
+fetchers to the tick; ``AsyncQueue.reserve`` on the loop's timer alone)."""
 
 from __future__ import annotations
 
