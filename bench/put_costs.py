@@ -62,7 +62,7 @@ CHILD = r"""
 import json, socket, sys, time
 sys.path.insert(0, sys.argv[1])
 import redis, chronoq
-from chronoq.calls import put_args
+from chronoq.calls.checks import put_args
 from chronoq.job import Job
 from chronoq.backends.redis.codec import pack_new_job
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chronoq.backends.base import StoredSchedule
-from chronoq.calls import put_args
+from chronoq.calls.checks import put_args
 from chronoq.errors import ChronoqError, InvalidInput, NotFound
 from chronoq.job import (
     MAX_DURATION_S,

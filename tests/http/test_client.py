@@ -12,7 +12,8 @@ import pytest
 
 import chronoq.http
 from chronoq import Job, JobInfo, JobLease, PutResult, Reservation, State
-from chronoq.errors import LeaseLost
+from chronoq.backoff import Backoff
+from chronoq.errors import InvalidInput, LeaseLost
 
 
 def now_ms() -> int:
@@ -173,6 +174,22 @@ def test_topic_wide_calls(api_client: Any, topic: str) -> None:
     assert len(api_client.reserve(topic, 10)) == 3
     assert api_client.purge(topic) == 4
     assert api_client.stats(topic)["total"] == 0
+
+
+def test_stats_per_shard_as_the_queue_gives_them(api_client: Any, topic: str) -> None:
+    api_client.put(topic, 1, delay=3600)
+    stats = api_client.stats(topic, per_shard=True)
+    assert [shard["delayed"] for shard in stats["shards"]] in ([1], [1, 0], [0, 1])
+    assert sum(shard["delayed"] for shard in stats["shards"]) == stats["delayed"] == 1
+    assert "shards" not in api_client.stats(topic)
+
+
+def test_a_nack_takes_the_servers_backoff_not_one_of_its_own(api_client: Any, topic: str) -> None:
+    api_client.put(topic, 1)
+    (job,) = api_client.reserve(topic)
+    with pytest.raises(InvalidInput, match="server's backoff"):
+        api_client.nack(job, backoff=Backoff(base=1))
+    assert api_client.nack(job) is State.DELAYED  # the lease is still live
 
 
 def test_context_manager_and_repr(server: Any) -> None:

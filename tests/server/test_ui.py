@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 import chronoq
+import chronoq.aio
 from chronoq.server import Action, Auth, ServerSettings, Token, hash_token
 from chronoq.server.ui import activity
 
@@ -474,17 +475,21 @@ def test_topics_page_by_page(http: httpx.Client, queue: chronoq.Queue) -> None:
 
 
 def test_the_log_tail_backfills_follows_and_skips_ahead(
-    queue: chronoq.Queue, monkeypatch: pytest.MonkeyPatch
+    queue: chronoq.Queue, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     """A first look reads back BACKFILL events; later looks read only what
     is new; a tail too far behind jumps to the last BACKFILL events rather
     than read without end."""
     monkeypatch.setattr(activity, "BACKFILL", 5)
     monkeypatch.setattr(activity, "_REFRESH_S", 0.0)
-    tail = activity.Activity(lambda: queue)
+    loop = asyncio.new_event_loop()
+    aqueue = chronoq.aio.AsyncQueue.from_queue(queue)
+    tail = activity.Activity(aqueue)
+    request.addfinalizer(loop.close)
+    request.addfinalizer(lambda: loop.run_until_complete(aqueue.close()))
 
     def puts() -> int:
-        return sum(asyncio.run(tail.views(["orders"]))["orders"].puts)
+        return sum(loop.run_until_complete(tail.views(["orders"]))["orders"].puts)
 
     for n in range(20):
         queue.put("orders", n)

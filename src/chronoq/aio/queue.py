@@ -1,15 +1,15 @@
-"""AsyncQueue: the asyncio facade, with every method of ``Queue`` as a
-coroutine. The argument checks are the same functions (``chronoq.calls``)."""
+"""AsyncQueue: the asyncio facade. Its operations are those of ``Queue``,
+defined once in ``chronoq.calls``, as coroutines; this module awaits their
+steps, and holds what is its own: opening on a store (natively or in
+threads), giving back what a cancelled reserve leased, and the watchers and
+waits of a consumer with its own loop (the worker, the server's pop)."""
 
 from __future__ import annotations
 
 import asyncio
-import random
-import time
-from collections.abc import Iterable, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from chronoq.aio.giving_back import GivingBack
 from chronoq.aio.waiting import WAKE_EARLY_S, wait_for_jobs
@@ -17,45 +17,26 @@ from chronoq.backends import StoreURL, open_backend
 from chronoq.backends.base import AsyncBackend, AsyncWatcher, ReserveResult, TopicsWatcher
 from chronoq.backends.threaded import asyncio_backend
 from chronoq.backoff import Backoff
-from chronoq.calls import (
-    LeaseRef,
-    check_limit,
-    error_text,
-    lease_args,
-    leases_of,
-    nack_args,
-    optional_ttr_ms,
-    put_args,
-    requeue_ids,
-    reschedule_args,
-    reserve_args,
+from chronoq.calls.call import (
+    Awaiting,
+    Call,
+    Close,
+    GiveBack,
+    Lease,
+    Step,
+    StoreSteps,
+    Use,
+    Wait,
+    await_steps,
 )
-from chronoq.errors import LeaseLost
-from chronoq.job import (
-    DEFAULT_MAX_PAYLOAD,
-    EventPage,
-    Job,
-    JobInfo,
-    JobLease,
-    PutResult,
-    Reservation,
-    shard_of,
-    validate_id,
-    validate_topic,
-)
+from chronoq.calls.consuming import ReserveOnce
+from chronoq.calls.on_store import OnStore
+from chronoq.job import DEFAULT_MAX_PAYLOAD, validate_topic
 from chronoq.queue import Queue
-from chronoq.recurring import (
-    Recurring,
-    RecurringRun,
-    check_name,
-    encode_spec,
-    find_recurring,
-    plan_run,
-    recurring_list,
-)
-from chronoq.states import State
 
 __all__ = ["AsyncQueue", "connect"]
+
+T = TypeVar("T")
 
 
 def connect(url: str | None = None, *, backoff: Backoff | None = None) -> AsyncQueue:
@@ -67,7 +48,7 @@ def connect(url: str | None = None, *, backoff: Backoff | None = None) -> AsyncQ
     return AsyncQueue(backend, max_payload=max_payload, backoff=backoff)
 
 
-class AsyncQueue:
+class AsyncQueue(Awaiting, OnStore[AsyncBackend]):
     """A delay queue on one store, for asyncio. Use it from one event loop."""
 
     def __init__(
@@ -77,9 +58,7 @@ class AsyncQueue:
         max_payload: int = DEFAULT_MAX_PAYLOAD,
         backoff: Backoff | None = None,
     ) -> None:
-        self.backend = backend
-        self.max_payload = max_payload
-        self.backoff = backoff or Backoff()
+        super().__init__(backend, max_payload=max_payload, backoff=backoff)
         self._give_back = GivingBack(
             lambda job: self.release(job, error="the reserve was cancelled")
         )
@@ -94,24 +73,11 @@ class AsyncQueue:
             backoff=queue.backoff,
         )
 
-    @property
-    def url(self) -> str:
-        """The store URL, without any password."""
-        return self.backend.url
-
-    @property
-    def shards(self) -> int:
-        """How many shards the store spreads a topic's jobs over (SQLite: 1)."""
-        return self.backend.shards
-
-    def shard_of(self, job_id: str) -> int:
-        """The shard a job of this id is kept in (DESIGN §2: jobs are ordered within a shard)."""
-        return shard_of(job_id, self.backend.shards)
-
     def __repr__(self) -> str:
         return f"<chronoq.aio.AsyncQueue {self.url}>"
 
     async def close(self) -> None:
+        """Close the store (its connections, its watchers)."""
         await self.backend.close()
 
     async def __aenter__(self) -> AsyncQueue:
@@ -125,83 +91,12 @@ class AsyncQueue:
     ) -> None:
         await self.close()
 
-    # -- producing -----------------------------------------------------------
-
-    async def put(
-        self,
-        topic: str,
-        payload: Any = None,
-        *,
-        delay: float | None = None,
-        run_at: datetime | float | None = None,
-        id: str | None = None,
-        priority: int = 0,
-        ttr: float = 30.0,
-        max_attempts: int = 5,
-        unique_for: float = 0.0,
-        replace: bool = False,
-    ) -> PutResult:
-        """See ``Queue.put``."""
-        job = Job(payload, delay, run_at, id, priority, ttr, max_attempts, unique_for)
-        return (await self._put(topic, [job], replace, batch=False))[0]
-
-    async def put_many(
-        self, topic: str, jobs: Iterable[Job], *, replace: bool = False
-    ) -> list[PutResult]:
-        """See ``Queue.put_many``."""
-        return await self._put(topic, list(jobs), replace, batch=True)
-
-    async def _put(
-        self, topic: str, jobs: list[Job], replace: bool, batch: bool
-    ) -> list[PutResult]:
-        prepared = put_args(topic, jobs, self.max_payload, batch)
-        return await self.backend.put_many(topic, prepared, bool(replace)) if prepared else []
-
-    # -- consuming -------------------------------------------------------------
-
-    async def reserve(
-        self, topic: str, count: int = 1, *, wait: float = 0.0, ttr: float | None = None
-    ) -> list[Reservation]:
-        """See ``Queue.reserve``. Cancelling a waiting reserve is safe: no job
-        is leased by a call that did not return."""
-        wait_s, ttr_ms = reserve_args(topic, count, wait, ttr)
-        end = time.monotonic() + wait_s
-        watcher = await self.backend.watch(topic) if wait_s > 0 else None
-        jobs: list[Reservation] = []
-        try:
-            while True:
-                result = await self._reserve_or_give_back(topic, count, ttr_ms, watcher)
-                remaining = end - time.monotonic()
-                if result.jobs or watcher is None or remaining <= 0:
-                    jobs = result.jobs
-                    break
-                # a due time's last 2 ms on the loop's timer, with no attempt
-                # before it and no spinning: N waiters on a topic cost nothing more
-                await wait_for_jobs(watcher, result, remaining, to_the_tick=False)
-        finally:
-            if watcher is not None:
-                try:
-                    await watcher.close()
-                except asyncio.CancelledError:  # cancelled with the jobs in hand
-                    self._give_back(jobs)
-                    raise
-        return jobs
-
-    async def _reserve_or_give_back(
-        self, topic: str, count: int, ttr_ms: int | None, watcher: AsyncWatcher | None
-    ) -> ReserveResult:
-        """``reserve_once``'s attempt (its arguments checked by the caller)."""
-        call = asyncio.ensure_future(self.backend.reserve(topic, count, ttr_ms, watcher))
-        try:
-            return await asyncio.shield(call)
-        except asyncio.CancelledError:
-            # the call went out and may lease jobs that nobody would see until
-            # their ttr ran out: let it finish and give them back at once
-            self._give_back(call)
-            raise
+    # -- a consumer with its own wait loop ------------------------------------------
 
     async def watch(self, topic: str) -> AsyncWatcher:
-        """See ``Queue.watch``."""
+        """A watcher of the topic, for a consumer with its own wait loop: take
+        it before ``reserve_once``; its ``wait(timeout)`` returns when a job
+        may have become available since. ``close`` it when done."""
         return await self.backend.watch(validate_topic(topic))
 
     async def watch_topics(self, topics: Sequence[str]) -> TopicsWatcher:
@@ -217,10 +112,9 @@ class AsyncQueue:
         ttr: float | None = None,
         watcher: AsyncWatcher | None = None,
     ) -> ReserveResult:
-        """See ``Queue.reserve_once``. Cancelling it may leave jobs leased
-        (``reserve`` gives them back)."""
-        _, ttr_ms = reserve_args(topic, count, 0.0, ttr)
-        return await self.backend.reserve(topic, count, ttr_ms, watcher)
+        return await self._perform(ReserveOnce(topic, count, ttr=ttr, watcher=watcher))
+
+    reserve_once.__doc__ = ReserveOnce.__doc__
 
     async def wait_for_jobs(
         self,
@@ -238,163 +132,42 @@ class AsyncQueue:
         to 1 ms late). An attempt then may still find nothing: loop."""
         await wait_for_jobs(watcher, result, limit, early=early)
 
-    async def ack(self, job: LeaseRef, id: str | None = None, lease: str | None = None) -> None:
-        """See ``Queue.ack``."""
-        held = lease_args(job, id, lease)
-        if await self.backend.ack_many([held]):
-            raise LeaseLost(held.topic, held.id)
+    # -- performing calls: each step awaited -------------------------------------------
 
-    async def ack_many(self, jobs: Iterable[Reservation | JobLease]) -> list[str]:
-        """See ``Queue.ack_many``."""
-        leases = leases_of(jobs)
-        return await self.backend.ack_many(leases) if leases else []
+    async def _perform(self, call: Call[T]) -> T:
+        steps = call.store(self)
+        if type(steps) is Use:  # one backend call: no steps to run
+            answer = await getattr(self.backend, steps.name)(*steps.args)
+            return cast(T, answer if steps.then is None else steps.then(answer))
+        if type(steps) is Lease:
+            return cast(T, await self._step(steps))
+        return await await_steps(cast("StoreSteps[T]", steps), self._step)
 
-    async def nack(
-        self,
-        job: LeaseRef,
-        id: str | None = None,
-        lease: str | None = None,
-        *,
-        delay: float | None = None,
-        error: object = None,
-        backoff: Backoff | None = None,
-    ) -> State:
-        """See ``Queue.nack``."""
-        held = lease_args(job, id, lease)
-        delay_ms, curve = nack_args(delay, backoff, self.backoff)
-        return await self.backend.nack(held, delay_ms, error_text(error), curve, random.random())
+    async def _step(self, step: Step) -> Any:
+        # the watchers in steps are this facade's own (from watch): AsyncWatcher
+        if type(step) is Use:
+            answer = await getattr(self.backend, step.name)(*step.args)
+            return answer if step.then is None else step.then(answer)
+        if type(step) is Lease:
+            result = await self._lease(step)
+            return result if step.then is None else step.then(result)
+        if type(step) is Wait:
+            # a due time's last 2 ms on the loop's timer, with no attempt
+            # before it and no spinning: N waiters on a topic cost nothing more
+            watcher = cast(AsyncWatcher, step.watcher)
+            return await wait_for_jobs(watcher, step.result, step.limit, to_the_tick=False)
+        if type(step) is Close:
+            return await cast(AsyncWatcher, step.watcher).close()
+        if type(step) is GiveBack:
+            return self._give_back(step.jobs)
+        raise TypeError(f"not a step of a store: {step!r}")
 
-    async def release(
-        self,
-        job: LeaseRef,
-        id: str | None = None,
-        lease: str | None = None,
-        *,
-        error: object = None,
-    ) -> None:
-        """See ``Queue.release``."""
-        await self.backend.release(lease_args(job, id, lease), error_text(error))
-
-    async def touch(
-        self,
-        job: LeaseRef,
-        id: str | None = None,
-        lease: str | None = None,
-        *,
-        ttr: float | None = None,
-    ) -> int:
-        """See ``Queue.touch``."""
-        return await self.backend.touch(lease_args(job, id, lease), optional_ttr_ms(ttr))
-
-    async def bury(
-        self,
-        job: LeaseRef,
-        id: str | None = None,
-        lease: str | None = None,
-        *,
-        error: object = None,
-    ) -> None:
-        """See ``Queue.bury``."""
-        await self.backend.bury(lease_args(job, id, lease), error_text(error))
-
-    # -- by id -------------------------------------------------------------------
-
-    async def get(self, topic: str, id: str) -> JobInfo | None:
-        """See ``Queue.get``."""
-        return await self.backend.get(validate_topic(topic), validate_id(id))
-
-    async def delete(self, topic: str, id: str) -> bool:
-        """See ``Queue.delete``."""
-        return await self.backend.delete(validate_topic(topic), validate_id(id))
-
-    async def reschedule(
-        self,
-        topic: str,
-        id: str,
-        *,
-        delay: float | None = None,
-        run_at: datetime | float | None = None,
-    ) -> bool:
-        """See ``Queue.reschedule``."""
-        delay_ms, at_ms = reschedule_args(topic, id, delay, run_at)
-        return await self.backend.reschedule(topic, id, delay_ms, at_ms)
-
-    # -- topic-wide --------------------------------------------------------------
-
-    async def stats(self, topic: str, *, per_shard: bool = False) -> dict[str, Any]:
-        """See ``Queue.stats``."""
-        return await self.backend.stats(validate_topic(topic), per_shard)
-
-    async def topics(self) -> list[str]:
-        """See ``Queue.topics``."""
-        return await self.backend.topics()
-
-    async def dead(self, topic: str, limit: int = 100) -> list[JobInfo]:
-        """See ``Queue.dead``."""
-        check_limit(limit)
-        return await self.backend.dead(validate_topic(topic), limit)
-
-    async def requeue(self, topic: str, ids: Sequence[str] | None = None) -> int:
-        """See ``Queue.requeue``."""
-        return await self.backend.requeue(topic, requeue_ids(topic, ids))
-
-    async def purge(self, topic: str) -> int:
-        """See ``Queue.purge``."""
-        return await self.backend.purge(validate_topic(topic))
-
-    async def pause(self, topic: str) -> None:
-        """See ``Queue.pause``."""
-        await self.backend.set_paused(validate_topic(topic), True)
-
-    async def resume(self, topic: str) -> None:
-        """See ``Queue.resume``."""
-        await self.backend.set_paused(validate_topic(topic), False)
-
-    async def events(
-        self, topic: str | None = None, *, cursor: str | None = None, limit: int = 1000
-    ) -> EventPage:
-        """See ``Queue.events``."""
-        check_limit(limit)
-        return await self.backend.events(
-            None if topic is None else validate_topic(topic), cursor, limit
-        )
-
-    # -- recurring jobs ----------------------------------------------------------------
-
-    async def recurring(
-        self,
-        topic: str,
-        *,
-        name: str,
-        cron: str | None = None,
-        every: float | None = None,
-        payload: Any = None,
-        tz: str = "UTC",
-        priority: int = 0,
-        ttr: float = 30.0,
-        max_attempts: int = 5,
-    ) -> Recurring:
-        """See ``Queue.recurring``."""
-        spec = encode_spec(
-            topic, name, cron, every, payload, tz, priority, ttr, max_attempts, self.max_payload
-        )
-        await self.backend.schedules_put(topic, name, spec)
-        return find_recurring(topic, name, *await self.backend.schedules_list(topic))
-
-    async def recurring_list(self, topic: str) -> list[Recurring]:
-        """See ``Queue.recurring_list``."""
-        validate_topic(topic)
-        return recurring_list(topic, *await self.backend.schedules_list(topic))
-
-    async def recurring_remove(self, topic: str, name: str) -> bool:
-        """See ``Queue.recurring_remove``."""
-        return await self.backend.schedules_remove(validate_topic(topic), check_name(name))
-
-    async def run_recurring(self, topic: str) -> RecurringRun:
-        """See ``Queue.run_recurring``."""
-        validate_topic(topic)
-        plan = plan_run(topic, *await self.backend.schedules_list(topic))
-        results = await self.backend.put_many(topic, plan.jobs, False) if plan.jobs else []
-        for name, at_ms in plan.marks:
-            await self.backend.schedules_mark(topic, name, at_ms)
-        return plan.done(results)
+    async def _lease(self, step: Lease) -> ReserveResult:
+        call = asyncio.ensure_future(self.backend.reserve(*step.args))
+        try:
+            return await asyncio.shield(call)
+        except asyncio.CancelledError:
+            # the call went out and may lease jobs that nobody would see until
+            # their ttr ran out: let it finish and give them back at once
+            self._give_back(call)
+            raise

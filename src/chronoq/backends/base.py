@@ -197,7 +197,7 @@ class Backend(ABC):
     def events(self, topic: str | None, cursor: str | None, limit: int) -> EventPage:
         """Events after ``cursor`` (None: from the oldest kept), oldest first."""
 
-    # -- reading in bulk (chronoq export, the Spark pipeline): blocking only -------------
+    # -- reading in bulk (chronoq export, the Spark pipeline, the dashboard) --------------
 
     @abstractmethod
     def jobs(self, topic: str, shard: int, cursor: str | None, limit: int) -> JobPage:
@@ -330,6 +330,18 @@ class AsyncBackend(ABC):
 
     @abstractmethod
     async def events(self, topic: str | None, cursor: str | None, limit: int) -> EventPage: ...
+
+    @abstractmethod
+    async def jobs(self, topic: str, shard: int, cursor: str | None, limit: int) -> JobPage: ...
+
+    @abstractmethod
+    async def log_shards(self, topic: str | None) -> list[LogShard]: ...
+
+    @abstractmethod
+    async def log_read(self, shard: LogShard, after: int, limit: int) -> LogRead: ...
+
+    @abstractmethod
+    async def log_trim(self, shard: LogShard, upto: int) -> None: ...
 
     @abstractmethod
     async def schedules_put(self, topic: str, name: str, spec: bytes) -> bool: ...

@@ -4,26 +4,23 @@ serve``, on blocking httpx. The operations themselves are in ops.py."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
-from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
 import httpx
 
-from chronoq.calls import LeaseRef
+from chronoq.calls.call import Blocking, Call
+from chronoq.calls.surface import Operations
 from chronoq.http import ops
 from chronoq.http.ops import Request, Steps
 from chronoq.http.transport import Settings
-from chronoq.job import Job, JobInfo, JobLease, PutResult, Reservation
-from chronoq.states import State
 
 __all__ = ["Client"]
 
 T = TypeVar("T")
 
 
-class Client:
+class Client(Blocking, Operations):
     """A delay queue behind a chronoq server, with the methods of ``Queue``
     that the HTTP API has, the same arguments, values and typed errors.
 
@@ -63,6 +60,7 @@ class Client:
         return f"<chronoq.http.Client {self.url}>"
 
     def close(self) -> None:
+        """Close the connections to the server."""
         self._http.close()
 
     def __enter__(self) -> Client:
@@ -78,8 +76,11 @@ class Client:
 
     # -- the driver ----------------------------------------------------------------
 
+    def _perform(self, call: Call[T]) -> T:
+        return self._run(ops.steps_of(call, self.settings))
+
     def _run(self, steps: Steps[T]) -> T:
-        """Run an operation of ops.py: send each request it yields."""
+        """Run the requests of an operation (ops.py): send each one."""
         try:
             request = next(steps)
             while True:
@@ -112,143 +113,3 @@ class Client:
                     return settings.answer(request, status, response.content)
             time.sleep(pause)
             attempt += 1
-
-    # -- producing -----------------------------------------------------------------
-
-    def put(
-        self,
-        topic: str,
-        payload: Any = None,
-        *,
-        delay: float | None = None,
-        run_at: datetime | float | None = None,
-        id: str | None = None,
-        priority: int = 0,
-        ttr: float = 30.0,
-        max_attempts: int = 5,
-        unique_for: float = 0.0,
-        replace: bool = False,
-    ) -> PutResult:
-        """See ``Queue.put``. bytes payloads travel base64-encoded."""
-        job = Job(payload, delay, run_at, id, priority, ttr, max_attempts, unique_for)
-        return self._run(ops.put(topic, job, replace))
-
-    def put_many(
-        self, topic: str, jobs: Iterable[Job], *, replace: bool = False
-    ) -> list[PutResult]:
-        """See ``Queue.put_many``: one request, all or nothing. A batch over
-        the server's ``max_batch`` (1000) raises ``InvalidInput`` naming the
-        limit, and nothing is written: split it where a partial put is fine."""
-        return self._run(ops.put_many(topic, jobs, replace))
-
-    # -- consuming -------------------------------------------------------------------
-
-    def reserve(
-        self, topic: str, count: int = 1, *, wait: float = 0.0, ttr: float | None = None
-    ) -> list[Reservation]:
-        """See ``Queue.reserve``: a long poll, answered as soon as a job is due."""
-        return self._run(ops.reserve(topic, count, wait, ttr, self.settings.long_poll))
-
-    def ack(self, job: LeaseRef, id: str | None = None, lease: str | None = None) -> None:
-        """See ``Queue.ack``."""
-        self._run(ops.ack(job, id, lease))
-
-    def ack_many(self, jobs: Iterable[Reservation | JobLease]) -> list[str]:
-        """See ``Queue.ack_many``: one request per topic (and ``max_batch`` leases)."""
-        return self._run(ops.ack_many(jobs, self.settings.max_batch))
-
-    def nack(
-        self,
-        job: LeaseRef,
-        id: str | None = None,
-        lease: str | None = None,
-        *,
-        delay: float | None = None,
-        error: object = None,
-    ) -> State:
-        """See ``Queue.nack``; without ``delay``, the server's backoff."""
-        return self._run(ops.nack(job, id, lease, delay, error))
-
-    def release(
-        self,
-        job: LeaseRef,
-        id: str | None = None,
-        lease: str | None = None,
-        *,
-        error: object = None,
-    ) -> None:
-        """See ``Queue.release``."""
-        self._run(ops.release(job, id, lease, error))
-
-    def touch(
-        self,
-        job: LeaseRef,
-        id: str | None = None,
-        lease: str | None = None,
-        *,
-        ttr: float | None = None,
-    ) -> int:
-        """See ``Queue.touch``."""
-        return self._run(ops.touch(job, id, lease, ttr))
-
-    def bury(
-        self,
-        job: LeaseRef,
-        id: str | None = None,
-        lease: str | None = None,
-        *,
-        error: object = None,
-    ) -> None:
-        """See ``Queue.bury``."""
-        self._run(ops.bury(job, id, lease, error))
-
-    # -- by id -----------------------------------------------------------------------
-
-    def get(self, topic: str, id: str) -> JobInfo | None:
-        """See ``Queue.get``."""
-        return self._run(ops.get(topic, id))
-
-    def delete(self, topic: str, id: str) -> bool:
-        """See ``Queue.delete``."""
-        return self._run(ops.delete(topic, id))
-
-    def reschedule(
-        self,
-        topic: str,
-        id: str,
-        *,
-        delay: float | None = None,
-        run_at: datetime | float | None = None,
-    ) -> bool:
-        """See ``Queue.reschedule``."""
-        return self._run(ops.reschedule(topic, id, delay, run_at))
-
-    # -- topic-wide --------------------------------------------------------------------
-
-    def stats(self, topic: str) -> dict[str, Any]:
-        """See ``Queue.stats``."""
-        return self._run(ops.stats(topic))
-
-    def topics(self) -> list[str]:
-        """See ``Queue.topics``; with a token, the topics it may read."""
-        return self._run(ops.topics())
-
-    def dead(self, topic: str, limit: int = 100) -> list[JobInfo]:
-        """See ``Queue.dead``; the server gives at most 1000 at once."""
-        return self._run(ops.dead(topic, limit))
-
-    def requeue(self, topic: str, ids: Sequence[str] | None = None) -> int:
-        """See ``Queue.requeue``."""
-        return self._run(ops.requeue(topic, ids))
-
-    def purge(self, topic: str) -> int:
-        """See ``Queue.purge``."""
-        return self._run(ops.purge(topic))
-
-    def pause(self, topic: str) -> None:
-        """See ``Queue.pause``."""
-        self._run(ops.set_paused(topic, True))
-
-    def resume(self, topic: str) -> None:
-        """See ``Queue.resume``."""
-        self._run(ops.set_paused(topic, False))

@@ -1,7 +1,8 @@
-"""Every operation of the HTTP clients, written once and without I/O.
+"""Every operation of the HTTP clients as requests, without I/O.
 
-Each one is a generator that checks its arguments as ``Queue`` does (the same
-functions, so the same ``InvalidInput`` before any request), yields the
+The operations are those of ``Queue``, defined once in ``chronoq.calls``: a
+``Call`` arrives with its arguments checked (the same ``InvalidInput``
+before any request). ``steps_of`` turns it into a generator that yields the
 ``Request``s it needs, is sent each answer's JSON, and returns the value
 ``Queue`` would. ``Client`` drives them with blocking httpx, ``AsyncClient``
 with asyncio; that is all the two differ in."""
@@ -9,23 +10,16 @@ with asyncio; that is all the two differ in."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeVar
 from urllib.parse import quote
 
-from chronoq.calls import (
-    LeaseRef,
-    check_limit,
-    error_text,
-    lease_args,
-    leases_of,
-    optional_ttr_ms,
-    requeue_ids,
-    reschedule_args,
-    reserve_args,
-)
+from chronoq.calls.by_id import Delete, Get, Reschedule
+from chronoq.calls.call import Call
+from chronoq.calls.consuming import Ack, AckMany, Bury, Nack, Release, Reserve, Touch
+from chronoq.calls.producing import Put, PutMany
+from chronoq.calls.topicwide import Dead, Pause, Purge, Requeue, Resume, Stats, Topics
 from chronoq.errors import InvalidInput, InvalidJob
 from chronoq.http.convert import (
     encode,
@@ -37,21 +31,18 @@ from chronoq.http.convert import (
     run_at_s,
 )
 from chronoq.job import (
-    Job,
     JobInfo,
     JobLease,
     PutResult,
     Reservation,
-    duration_ms,
     leases_by_topic,
-    validate_id,
     validate_topic,
 )
 from chronoq.states import State
 
 T = TypeVar("T")
 
-__all__ = ["Request", "Steps"]
+__all__ = ["Limits", "Request", "Steps", "steps_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +64,38 @@ class Request:
 
 #: an operation: yields requests, is sent their answers' JSON, returns its result
 Steps: TypeAlias = Generator[Request, Any, T]
+
+
+class Limits(Protocol):
+    """What the steps read of a client's settings (transport.Settings)."""
+
+    @property
+    def long_poll(self) -> float: ...
+
+    @property
+    def max_batch(self) -> int: ...
+
+
+_STEPS: dict[type[Call[Any]], Callable[[Any, Limits], Steps[Any]]] = {}
+
+
+def steps_of(call: Call[T], limits: Limits) -> Steps[T]:
+    """The requests of ``call`` (the operations in ``chronoq.calls.surface``
+    that every facade offers)."""
+    make = _STEPS.get(type(call))
+    if make is None:
+        raise InvalidInput(f"the HTTP API has no {type(call).__name__} operation")
+    return make(call, limits)
+
+
+def _over_http(
+    kind: type[Call[T]],
+) -> Callable[[Callable[[Any, Limits], Steps[T]]], Callable[[Any, Limits], Steps[T]]]:
+    def register(steps: Callable[[Any, Limits], Steps[T]]) -> Callable[[Any, Limits], Steps[T]]:
+        _STEPS[kind] = steps
+        return steps
+
+    return register
 
 
 def _segment(value: str) -> str:
@@ -97,10 +120,11 @@ def _given(**fields: Any) -> dict[str, Any]:
 # -- producing -------------------------------------------------------------------------
 
 
-def put(topic: str, job: Job, replace: bool) -> Steps[PutResult]:
-    path = _topic(_as_job_topic(topic))
-    body = job_body(job, None)
-    if replace:
+@_over_http(Put)
+def _put(call: Put, limits: Limits) -> Steps[PutResult]:
+    path = _topic(_as_job_topic(call.topic))
+    body = job_body(call.job, None)
+    if call.replace:
         body["replace"] = True
     # never sent again once it may have reached the server (transport.py):
     # without an id a second put makes a second job, and with one it answers
@@ -109,15 +133,16 @@ def put(topic: str, job: Job, replace: bool) -> Steps[PutResult]:
     return put_result(answer)
 
 
-def put_many(topic: str, jobs: Iterable[Job], replace: bool) -> Steps[list[PutResult]]:
+@_over_http(PutMany)
+def _put_many(call: PutMany, limits: Limits) -> Steps[list[PutResult]]:
     """One request, all or nothing: a batch over the server's ``max_batch`` is
     refused whole (``InvalidInput`` with the limit), never split into requests
     of which some could succeed and others fail."""
-    path = _topic(_as_job_topic(topic))
-    specs = [job_body(job, index) for index, job in enumerate(jobs)]
+    path = _topic(_as_job_topic(call.topic))
+    specs = [job_body(job, index) for index, job in enumerate(call.jobs)]
     if not specs:
         return []
-    body = {"jobs": specs, "replace": bool(replace)}
+    body = {"jobs": specs, "replace": call.replace}
     answer = yield Request("POST", f"{path}/jobs:batch", encode_jobs(body, specs, batch=True))
     return [put_result(result) for result in answer["results"]]
 
@@ -133,24 +158,20 @@ def _as_job_topic(topic: str) -> str:
 # -- consuming -------------------------------------------------------------------------
 
 
-def reserve(
-    topic: str,
-    count: int,
-    wait: float,
-    ttr: float | None,
-    long_poll: float,
-    clock: Callable[[], float] = time.monotonic,
+@_over_http(Reserve)
+def _reserve(
+    call: Reserve, limits: Limits, clock: Callable[[], float] = time.monotonic
 ) -> Steps[list[Reservation]]:
     """Long polls of at most ``long_poll`` seconds until a job comes or
     ``wait`` ends. An empty answer leased nothing, so asking again is safe;
     a reserve whose answer was lost is never sent again (see the drivers)."""
-    wait_s, _ = reserve_args(topic, count, wait, ttr)
-    path = _topic(topic) + "/reserve"
-    end = clock() + wait_s
+    path = _topic(call.topic) + "/reserve"
+    ttr = None if call.ttr is None else float(call.ttr)
+    end = clock() + call.wait_s
     while True:
         asked = clock()
-        poll = round(min(max(end - asked, 0.0), long_poll), 3)
-        body = encode(_given(count=count, wait=poll, ttr=None if ttr is None else float(ttr)))
+        poll = round(min(max(end - asked, 0.0), limits.long_poll), 3)
+        body = encode(_given(count=call.count, wait=poll, ttr=ttr))
         answer = yield Request("POST", path, body, wait=poll)
         jobs = [reservation(job) for job in answer["jobs"]]
         now = clock()
@@ -165,108 +186,128 @@ def _lease_call(held: JobLease, action: str, **fields: Any) -> Request:
     return Request("POST", f"{_job(held)}/{action}", body, lease=held)
 
 
-def ack(job: LeaseRef, id: str | None, lease: str | None) -> Steps[None]:
-    yield _lease_call(lease_args(job, id, lease), "ack")
+@_over_http(Ack)
+def _ack(call: Ack, limits: Limits) -> Steps[None]:
+    yield _lease_call(call.held, "ack")
 
 
-def ack_many(jobs: Iterable[Reservation | JobLease], max_batch: int) -> Steps[list[str]]:
+@_over_http(AckMany)
+def _ack_many(call: AckMany, limits: Limits) -> Steps[list[str]]:
     """One request per topic and ``max_batch`` leases: unlike a put, an ack of
     many is not all or nothing (each lease is acked or reported lost), so
     splitting it changes nothing."""
     lost: list[str] = []
-    for topic, leases in leases_by_topic(leases_of(jobs)).items():
-        for start in range(0, len(leases), max_batch):
-            refs = [
-                {"id": held.id, "lease": held.token} for held in leases[start : start + max_batch]
-            ]
+    step = limits.max_batch
+    for topic, leases in leases_by_topic(call.leases).items():
+        for start in range(0, len(leases), step):
+            refs = [{"id": held.id, "lease": held.token} for held in leases[start : start + step]]
             answer = yield Request("POST", f"{_topic(topic)}/jobs:ack", encode({"leases": refs}))
             lost.extend(answer["lost"])
     return lost
 
 
-def nack(
-    job: LeaseRef, id: str | None, lease: str | None, delay: float | None, error: object
-) -> Steps[State]:
-    held = lease_args(job, id, lease)
-    seconds = None if delay is None else duration_ms(delay, "delay") / 1000
-    answer = yield _lease_call(held, "nack", delay=seconds, error=error_text(error))
+@_over_http(Nack)
+def _nack(call: Nack, limits: Limits) -> Steps[State]:
+    if call.backoff is not None:
+        raise InvalidInput(
+            "over HTTP a nack without delay takes the server's backoff: pass delay= instead "
+            "of backoff= (the server's config sets its backoff)"
+        )
+    seconds = None if call.delay_ms is None else call.delay_ms / 1000
+    answer = yield _lease_call(call.held, "nack", delay=seconds, error=call.error)
     return State(answer["state"])
 
 
-def release(job: LeaseRef, id: str | None, lease: str | None, error: object) -> Steps[None]:
-    yield _lease_call(lease_args(job, id, lease), "release", error=error_text(error))
+@_over_http(Release)
+def _release(call: Release, limits: Limits) -> Steps[None]:
+    yield _lease_call(call.held, "release", error=call.error)
 
 
-def touch(job: LeaseRef, id: str | None, lease: str | None, ttr: float | None) -> Steps[int]:
-    held = lease_args(job, id, lease)
-    ttr_ms = optional_ttr_ms(ttr)
-    answer = yield _lease_call(held, "touch", ttr=None if ttr_ms is None else ttr_ms / 1000)
+@_over_http(Touch)
+def _touch(call: Touch, limits: Limits) -> Steps[int]:
+    ttr = None if call.ttr_ms is None else call.ttr_ms / 1000
+    answer = yield _lease_call(call.held, "touch", ttr=ttr)
     deadline: int = answer["deadline"]
     return deadline
 
 
-def bury(job: LeaseRef, id: str | None, lease: str | None, error: object) -> Steps[None]:
-    yield _lease_call(lease_args(job, id, lease), "bury", error=error_text(error))
+@_over_http(Bury)
+def _bury(call: Bury, limits: Limits) -> Steps[None]:
+    yield _lease_call(call.held, "bury", error=call.error)
 
 
 # -- by id -----------------------------------------------------------------------------
 
 
 def _job_path(topic: str, id: str) -> str:
-    return _job(JobLease(validate_topic(topic), validate_id(id), ""))
+    return _job(JobLease(topic, id, ""))
 
 
-def get(topic: str, id: str) -> Steps[JobInfo | None]:
-    answer = yield Request("GET", _job_path(topic, id), repeatable=True, missing_ok=True)
+@_over_http(Get)
+def _get(call: Get, limits: Limits) -> Steps[JobInfo | None]:
+    path = _job_path(call.topic, call.id)
+    answer = yield Request("GET", path, repeatable=True, missing_ok=True)
     return None if answer is None else info(answer)
 
 
-def delete(topic: str, id: str) -> Steps[bool]:
-    answer = yield Request("DELETE", _job_path(topic, id))
+@_over_http(Delete)
+def _delete(call: Delete, limits: Limits) -> Steps[bool]:
+    answer = yield Request("DELETE", _job_path(call.topic, call.id))
     return bool(answer["deleted"])
 
 
-def reschedule(
-    topic: str, id: str, delay: float | None, run_at: datetime | float | None
-) -> Steps[bool]:
-    delay_ms, _ = reschedule_args(topic, id, delay, run_at)
-    body = {"delay": delay_ms / 1000} if run_at is None else {"run_at": run_at_s(run_at)}
-    answer = yield Request("POST", _job_path(topic, id) + "/reschedule", encode(body))
+@_over_http(Reschedule)
+def _reschedule(call: Reschedule, limits: Limits) -> Steps[bool]:
+    if call.run_at is None:
+        body = {"delay": call.delay_ms / 1000}
+    else:
+        body = {"run_at": run_at_s(call.run_at)}
+    answer = yield Request("POST", _job_path(call.topic, call.id) + "/reschedule", encode(body))
     return bool(answer["rescheduled"])
 
 
 # -- topic-wide ------------------------------------------------------------------------
 
 
-def stats(topic: str) -> Steps[dict[str, Any]]:
-    answer: dict[str, Any] = yield Request("GET", _topic(topic) + "/stats", repeatable=True)
+@_over_http(Stats)
+def _stats(call: Stats, limits: Limits) -> Steps[dict[str, Any]]:
+    params = {"per_shard": "true"} if call.per_shard else None
+    path = _topic(call.topic) + "/stats"
+    answer: dict[str, Any] = yield Request("GET", path, params=params, repeatable=True)
     return answer
 
 
-def topics() -> Steps[list[str]]:
+@_over_http(Topics)
+def _topics(call: Topics, limits: Limits) -> Steps[list[str]]:
     answer = yield Request("GET", "/v1/topics", repeatable=True)
     return list(answer["topics"])
 
 
-def dead(topic: str, limit: int) -> Steps[list[JobInfo]]:
-    check_limit(limit)
-    params = {"limit": str(limit)}
-    answer = yield Request("GET", _topic(topic) + "/dead", params=params, repeatable=True)
+@_over_http(Dead)
+def _dead(call: Dead, limits: Limits) -> Steps[list[JobInfo]]:
+    params = {"limit": str(call.limit)}
+    answer = yield Request("GET", _topic(call.topic) + "/dead", params=params, repeatable=True)
     return [info(job) for job in answer["jobs"]]
 
 
-def requeue(topic: str, ids: Sequence[str] | None) -> Steps[int]:
-    named = requeue_ids(topic, ids)
-    body = encode({} if named is None else {"ids": named})
-    answer = yield Request("POST", _topic(topic) + "/dead/requeue", body)
+@_over_http(Requeue)
+def _requeue(call: Requeue, limits: Limits) -> Steps[int]:
+    body = encode({} if call.ids is None else {"ids": call.ids})
+    answer = yield Request("POST", _topic(call.topic) + "/dead/requeue", body)
     return int(answer["requeued"])
 
 
-def purge(topic: str) -> Steps[int]:
-    answer = yield Request("POST", _topic(topic) + "/purge")
+@_over_http(Purge)
+def _purge(call: Purge, limits: Limits) -> Steps[int]:
+    answer = yield Request("POST", _topic(call.topic) + "/purge")
     return int(answer["purged"])
 
 
-def set_paused(topic: str, paused: bool) -> Steps[None]:
-    action = "pause" if paused else "resume"
-    yield Request("POST", f"{_topic(topic)}/{action}", repeatable=True)
+@_over_http(Pause)
+def _pause(call: Pause, limits: Limits) -> Steps[None]:
+    yield Request("POST", f"{_topic(call.topic)}/pause", repeatable=True)
+
+
+@_over_http(Resume)
+def _resume(call: Resume, limits: Limits) -> Steps[None]:
+    yield Request("POST", f"{_topic(call.topic)}/resume", repeatable=True)

@@ -44,9 +44,8 @@ class ChronoqApp(App):
         queue: AsyncQueue,
         polls: LongPolls,
         metrics: Metrics,
-        store: str,
     ) -> None:
-        mounts = {"/ui/": dashboard(queue, service, store)}
+        mounts = {"/ui/": dashboard(queue, service)}
         super().__init__(service, router, mounts, observe=metrics.observe_request)
         self.queue = queue
         self.polls = polls
@@ -123,4 +122,4 @@ def create_app(
     for route in routes:
         router.add(route)
     document = openapi_document(router.routes, settings.auth.enabled, settings.limits)
-    return ChronoqApp(service, router, q, polls, metrics, store or q.url)
+    return ChronoqApp(service, router, q, polls, metrics)

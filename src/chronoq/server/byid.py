@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chronoq.aio import AsyncQueue
-from chronoq.calls import put_args
+from chronoq.calls.checks import put_args
 from chronoq.errors import ChronoqError, InvalidInput
 from chronoq.job import (
     MAX_DURATION_S,

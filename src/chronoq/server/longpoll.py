@@ -22,7 +22,7 @@ from typing import Any
 
 from chronoq.aio import AsyncQueue
 from chronoq.backends.base import ReserveResult, TopicsWatcher
-from chronoq.calls import MAX_COUNT
+from chronoq.calls.checks import MAX_COUNT
 from chronoq.errors import ChronoqError
 from chronoq.job import Reservation
 from chronoq.server.batching import Coalescer

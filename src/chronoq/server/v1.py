@@ -222,7 +222,10 @@ class V1:
         return _ok(wire.TopicList(names))
 
     async def stats(self, call: Call) -> Reply:
-        return _ok(await self.q.stats(call.param("topic")))
+        raw = call.query.get("per_shard", "false")
+        if raw not in ("true", "false"):
+            raise ApiError(400, "invalid_input", f"per_shard must be true or false, got {raw!r}")
+        return _ok(await self.q.stats(call.param("topic"), per_shard=raw == "true"))
 
     async def dead(self, call: Call) -> Reply:
         raw = call.query.get("limit", "100")

@@ -33,6 +33,11 @@ def v1_routes(
         {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
         "how many dead jobs at most",
     )
+    per_shard = Param(
+        "per_shard",
+        {"type": "boolean", "default": False},
+        "also each shard's counts and next due time, in order",
+    )
 
     def route(
         method: str,
@@ -185,6 +190,7 @@ def v1_routes(
             None,
             dict[str, Any],
             tag="topics",
+            query=(per_shard,),
         ),
         route(
             "GET",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from chronoq.calls import error_text
+from chronoq.calls.checks import error_text
 from chronoq.job import Reservation, duration_ms
 
 __all__ = ["Bury", "Retry", "error_of", "job_message", "line_sink", "log_outcome"]

@@ -28,7 +28,7 @@ from typing import Any
 
 from chronoq.aio.queue import AsyncQueue
 from chronoq.backoff import Backoff
-from chronoq.calls import MAX_COUNT, optional_ttr_ms
+from chronoq.calls.checks import MAX_COUNT, optional_ttr_ms
 from chronoq.errors import InvalidInput
 from chronoq.job import validate_topic
 from chronoq.queue import Queue

@@ -17,11 +17,10 @@ from chronoq.server.ui.routes import ui_routes
 __all__ = ["dashboard"]
 
 
-def dashboard(queue: AsyncQueue, service: Service, store: str) -> ASGIApp:
-    """The dashboard's ASGI app, mounted at /ui/; ``store`` is the full store
-    URL (with any password), for reads that need a blocking queue."""
+def dashboard(queue: AsyncQueue, service: Service) -> ASGIApp:
+    """The dashboard's ASGI app, mounted at /ui/."""
     router = Router()
-    for route in ui_routes(Board(queue, service, store), Assets()):
+    for route in ui_routes(Board(queue, service), Assets()):
         router.add(route)
     # mounted in the service's App, which has checked where the request came from
     return guard(App(service, router, check_site=False), service.settings)

@@ -10,11 +10,11 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from chronoq.aio import AsyncQueue
 from chronoq.job import Event, LogShard
-from chronoq.queue import Queue
 from chronoq.states import EventKind
 
 __all__ = ["BUCKETS", "BUCKET_S", "Activity", "TopicView"]
@@ -58,8 +58,8 @@ _EMPTY = TopicView([0] * (BUCKETS + 1), [0] * (BUCKETS + 1), [], None)
 class Activity:
     """The tail of the event log, shared by the requests of one server process."""
 
-    def __init__(self, open_queue: Callable[[], Queue]) -> None:
-        self._open_queue = open_queue
+    def __init__(self, queue: AsyncQueue) -> None:
+        self._queue = queue
         self._lock = asyncio.Lock()
         self._after: dict[LogShard, int] = {}
         self._shards: dict[str, list[LogShard]] = {}
@@ -68,10 +68,10 @@ class Activity:
 
     async def views(self, topics: Sequence[str]) -> dict[str, TopicView]:
         """The activity of ``topics``, after reading what the log gained."""
-        async with self._lock:  # the reading thread changes the counts
+        async with self._lock:  # one read of the log at a time
             stale = time.monotonic() - self._refreshed >= _REFRESH_S
             if stale or not set(topics) <= self._shards.keys():
-                await asyncio.to_thread(self._read, list(topics))
+                await self._read(list(topics))
                 self._refreshed = time.monotonic()
             now_bucket = int(time.time() * 1000) // _BUCKET_MS
             return {topic: self._view(topic, now_bucket) for topic in topics}
@@ -88,28 +88,28 @@ class Activity:
             seen.lags[0][0] if seen.lags else None,
         )
 
-    def _read(self, topics: list[str]) -> None:
-        queue = self._open_queue()
+    async def _read(self, topics: list[str]) -> None:
+        queue = self._queue
         shards: set[LogShard] = set()
         for topic in topics:
             if topic not in self._shards:
                 # SQLite keeps one log for all topics: read it once, for every
                 # topic, rather than once per topic with a filter
                 self._shards[topic] = [
-                    replace(s, topic=None) if s.shared else s for s in queue.log_shards(topic)
+                    replace(s, topic=None) if s.shared else s for s in await queue.log_shards(topic)
                 ]
             shards.update(self._shards[topic])
         for shard in sorted(shards, key=lambda s: (s.name, s.shard)):
-            self._tail(queue, shard)
+            await self._tail(queue, shard)
         self._forget(int(time.time() * 1000))
 
-    def _tail(self, queue: Queue, shard: LogShard) -> None:
+    async def _tail(self, queue: AsyncQueue, shard: LogShard) -> None:
         after = self._after.get(shard)
         if after is None:
-            after = max(0, queue.log_head(shard) - BACKFILL)
+            after = max(0, await queue.log_head(shard) - BACKFILL)
         head = after
         for _ in range(_PAGES):
-            read = queue.log_read(shard, after, limit=_PAGE)
+            read = await queue.log_read(shard, after, limit=_PAGE)
             head = read.head
             if head < after:  # the store lost or replaced its log: start again
                 after = max(0, head - BACKFILL)

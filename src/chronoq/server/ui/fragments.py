@@ -68,7 +68,7 @@ class Fragments:
         topic = call.param("topic")
         cursor = call.query.get("after") or None
         page, stats = await asyncio.gather(
-            self.board.in_thread(lambda q: scan_state(q, topic, State.DELAYED, cursor)),
+            scan_state(self.board.queue, topic, State.DELAYED, cursor),
             self.queue.stats(topic),
         )
         acts = self.board.may_act(call, topic)

@@ -12,10 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chronoq.aio import AsyncQueue
-from chronoq.calls import MAX_LIMIT
+from chronoq.calls.checks import MAX_LIMIT
 from chronoq.errors import InvalidInput
 from chronoq.job import JobInfo
-from chronoq.queue import Queue
 from chronoq.states import State
 
 __all__ = ["PAGE", "SCAN_BUDGET", "Page", "dead_page", "offset_arg", "scan_state"]
@@ -60,7 +59,7 @@ def _cursor(text: str | None, shards: int) -> tuple[int, str | None]:
     return int(shard), position or None
 
 
-def scan_state(queue: Queue, topic: str, state: State, cursor: str | None) -> Page:
+async def scan_state(queue: AsyncQueue, topic: str, state: State, cursor: str | None) -> Page:
     """A page of the topic's jobs in ``state``, ordered by due time within
     the page (the scan itself follows the store's order, not due time)."""
     shards = queue.shards
@@ -71,7 +70,7 @@ def scan_state(queue: Queue, topic: str, state: State, cursor: str | None) -> Pa
     # it near PAGE rows where most jobs match, larger ones where few do
     read = PAGE
     while shard < shards and scanned < SCAN_BUDGET and len(found) < PAGE:
-        page = queue.jobs(topic, shard=shard, cursor=position, limit=read)
+        page = await queue.jobs(topic, shard=shard, cursor=position, limit=read)
         read = min(read * 4, _SCAN_READ)
         scanned += len(page.jobs)
         found += [job for job in page.jobs if job.state == state]

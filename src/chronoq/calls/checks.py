@@ -1,6 +1,6 @@
-"""The argument checks of every facade method, shared by ``Queue`` and
-``chronoq.aio.AsyncQueue``: each turns a user's arguments into what the
-backend takes, or raises ``InvalidInput``. No I/O."""
+"""The argument checks of every operation (``chronoq.calls``): each turns a
+user's arguments into what the backend takes, or raises ``InvalidInput``.
+No I/O."""
 
 from __future__ import annotations
 
@@ -102,13 +102,10 @@ def leases_of(jobs: Iterable[Reservation | JobLease]) -> list[JobLease]:
     ]
 
 
-def nack_args(
-    delay: float | None, backoff: Backoff | None, default: Backoff
-) -> tuple[int | None, Backoff]:
-    """The delay in ms (None: by the backoff) and the backoff curve to use."""
-    if backoff is None:
-        backoff = default
-    elif not isinstance(backoff, Backoff):
+def nack_args(delay: float | None, backoff: Backoff | None) -> tuple[int | None, Backoff | None]:
+    """The delay in ms (None: by the backoff) and the backoff curve to use
+    (None: the facade's)."""
+    if backoff is not None and not isinstance(backoff, Backoff):
         raise InvalidInput(f"backoff must be a chronoq.Backoff, got {backoff!r}")
     return (None if delay is None else duration_ms(delay, "delay")), backoff
 

@@ -1,0 +1,264 @@
+"""What an operation is, and how a facade offers it.
+
+An operation is a ``Call`` subclass, written once: its constructor is the
+operation's signature (names, kinds, defaults) and checks the arguments, its
+docstring is the operation's, and ``store`` yields the backend steps it
+takes and returns the result, with no I/O of its own (the pattern of
+``backends/redis/core.py``). A facade lists it as ``name = Op(TheCall)``
+(``surface.py``) and performs it its own way: ``Queue`` makes each backend
+call, ``AsyncQueue`` awaits it, and the HTTP clients send the requests that
+``chronoq/http/ops.py`` makes of it. mypy sees each method with the
+constructor's parameters and the call's result (``Op.__get__``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from dataclasses import dataclass
+from typing import Any, Generic, ParamSpec, Protocol, TypeAlias, TypeVar, overload
+
+from chronoq.backends.base import AsyncWatcher, ReserveResult, Watcher
+from chronoq.backoff import Backoff
+from chronoq.job import Reservation
+
+__all__ = [
+    "Awaiting",
+    "Blocking",
+    "Call",
+    "Close",
+    "GiveBack",
+    "Lease",
+    "Op",
+    "Step",
+    "StoreSide",
+    "StoreSteps",
+    "Use",
+    "Wait",
+    "await_steps",
+    "done",
+    "run_steps",
+    "use",
+]
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+# -- the steps a call yields to its facade ---------------------------------------------
+
+
+class Use:
+    """Call the backend's method ``name`` (of ``Backend``, or as a coroutine
+    of ``AsyncBackend``) with ``args``; the step's answer is its result,
+    passed through ``then`` when given. A call whose ``store`` returns a
+    ``Use`` instead of steps is that one backend call (no generator: the
+    facades' hot paths)."""
+
+    __slots__ = ("args", "name", "then")
+
+    def __init__(
+        self, name: str, args: tuple[Any, ...], then: Callable[[Any], Any] | None = None
+    ) -> None:
+        self.name = name
+        self.args = args
+        self.then = then
+
+
+def use(name: str, *args: Any) -> Use:
+    return Use(name, args)
+
+
+def done(result: T) -> StoreSteps[T]:
+    """Steps that take no step: the result is known without the store."""
+    return result
+    yield  # a generator, that never gets here
+
+
+class Lease(Use):
+    """A reserve attempt (``Backend.reserve``). Apart from other uses because
+    on asyncio a cancelled attempt may still lease jobs at the store: the
+    facade lets it finish and gives them back."""
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        topic: str,
+        count: int,
+        ttr_ms: int | None,
+        watcher: Watcher | AsyncWatcher | None,
+        then: Callable[[ReserveResult], Any] | None = None,
+    ) -> None:
+        super().__init__("reserve", (topic, count, ttr_ms, watcher), then)
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """After ``result`` leased nothing: wait until a job may be available,
+    ``limit`` seconds at the most (the facade's way: a thread sleeps, a
+    coroutine yields to its loop)."""
+
+    watcher: Watcher | AsyncWatcher
+    result: ReserveResult
+    limit: float
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    watcher: Watcher | AsyncWatcher
+
+
+@dataclass(frozen=True, slots=True)
+class GiveBack:
+    """Release jobs leased by a call that is failing or cancelled: nobody
+    would see them until their ttr ran out."""
+
+    jobs: list[Reservation]
+
+
+Step: TypeAlias = Use | Lease | Wait | Close | GiveBack
+#: a call on a store: yields steps, is sent their answers, returns its result
+StoreSteps: TypeAlias = Generator[Step, Any, T]
+
+
+class StoreSide(Protocol):
+    """What a call reads of the facade it runs on."""
+
+    @property
+    def max_payload(self) -> int: ...
+
+    @property
+    def backoff(self) -> Backoff: ...
+
+
+class Call(ABC, Generic[T]):
+    """One operation with its arguments checked; see the module's docstring."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def store(self, side: StoreSide) -> StoreSteps[T] | Use:
+        """The steps of this call on a store, or its one backend call."""
+
+
+def run_steps(steps: StoreSteps[T], do: Callable[[Step], Any]) -> T:
+    """Run a call's steps, each by ``do``. A step that fails is thrown into
+    the steps, so that their ``finally`` may take steps still (close a
+    watcher) before the failure goes on to the caller."""
+    answer: Any = None
+    failure: BaseException | None = None
+    while True:
+        try:
+            step = steps.send(answer) if failure is None else steps.throw(failure)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        failure = None
+        try:
+            answer = do(step)
+        except BaseException as exc:
+            failure = exc
+
+
+async def await_steps(steps: StoreSteps[T], do: Callable[[Step], Awaitable[Any]]) -> T:
+    """``run_steps`` with each step awaited."""
+    answer: Any = None
+    failure: BaseException | None = None
+    while True:
+        try:
+            step = steps.send(answer) if failure is None else steps.throw(failure)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        failure = None
+        try:
+            answer = await do(step)
+        except BaseException as exc:
+            failure = exc
+
+
+# -- the facades -------------------------------------------------------------------------
+
+
+class Blocking(ABC):
+    """A facade that performs calls in the calling thread."""
+
+    @abstractmethod
+    def _perform(self, call: Call[T]) -> T: ...
+
+    def _bind(self, make: Callable[..., Call[T]]) -> Callable[..., T]:
+        perform = self._perform
+
+        def method(*args: Any, **kwargs: Any) -> T:
+            return perform(make(*args, **kwargs))
+
+        return method
+
+
+class Awaiting(ABC):
+    """A facade that performs calls as coroutines."""
+
+    @abstractmethod
+    async def _perform(self, call: Call[T]) -> T: ...
+
+    def _bind(self, make: Callable[..., Call[T]]) -> Callable[..., Coroutine[Any, Any, T]]:
+        perform = self._perform
+
+        async def method(*args: Any, **kwargs: Any) -> T:
+            return await perform(make(*args, **kwargs))
+
+        return method
+
+
+class Op(Generic[P, T]):
+    """An operation as a facade's method: ``queue.put(...)`` makes the call
+    (checking its arguments) and performs it; ``AsyncQueue``'s returns a
+    coroutine. The method is made once per facade object and kept in it, and
+    reads in tracebacks and ``help`` as the facade's own (``Queue.put``)."""
+
+    def __init__(self, make: Callable[P, Call[T]]) -> None:
+        self.make = make
+        self.name = ""
+        self.__doc__ = make.__doc__
+        self._signature: inspect.Signature | None = None
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, facade: None, owner: type | None = None) -> Op[P, T]: ...
+
+    @overload
+    def __get__(self, facade: Blocking, owner: type | None = None) -> Callable[P, T]: ...
+
+    @overload
+    def __get__(
+        self, facade: Awaiting, owner: type | None = None
+    ) -> Callable[P, Coroutine[Any, Any, T]]: ...
+
+    def __get__(self, facade: object, owner: type | None = None) -> Any:
+        if facade is None:
+            return self
+        if not isinstance(facade, Blocking | Awaiting):
+            raise TypeError(f"{type(facade).__name__} performs no calls")
+        method: Any = facade._bind(self.make)
+        qualname = f"{type(facade).__qualname__}.{self.name}"
+        method.__code__ = method.__code__.replace(co_name=self.name, co_qualname=qualname)
+        method.__name__ = self.name
+        method.__qualname__ = qualname
+        method.__doc__ = self.__doc__
+        method.__module__ = type(facade).__module__
+        method.__signature__ = self.signature
+        vars(facade)[self.name] = method  # later lookups find it there, not here
+        return method
+
+    @property
+    def signature(self) -> inspect.Signature:
+        """The method's parameters: the call's constructor's."""
+        if self._signature is None:
+            self._signature = inspect.signature(self.make).replace(
+                return_annotation=inspect.Signature.empty
+            )
+        return self._signature

@@ -1,0 +1,121 @@
+"""Calls on a whole topic (or every topic): stats, topics, dead jobs,
+requeue, purge, pause, resume, the event log."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from chronoq.calls.call import Call, StoreSide, Use
+from chronoq.calls.checks import check_limit, requeue_ids
+from chronoq.job import EventPage, JobInfo, validate_topic
+
+__all__ = ["Dead", "Events", "Pause", "Purge", "Requeue", "Resume", "Stats", "Topics"]
+
+
+class Stats(Call[dict[str, Any]]):
+    """Counts by state and more: delayed, ready, reserved, dead, total,
+    paused, next_due_at (ms or None); with ``per_shard``, also ``shards``:
+    for each shard in order, its delayed, ready, reserved, dead and next_due_at."""
+
+    __slots__ = ("per_shard", "topic")
+
+    def __init__(self, topic: str, *, per_shard: bool = False) -> None:
+        self.topic = validate_topic(topic)
+        self.per_shard = bool(per_shard)
+
+    def store(self, side: StoreSide) -> Use:
+        return Use("stats", (self.topic, self.per_shard))
+
+
+class Topics(Call[list[str]]):
+    """Topics that hold jobs or are paused, sorted. Over HTTP with a token,
+    the topics it may read."""
+
+    __slots__ = ()
+
+    def store(self, side: StoreSide) -> Use:
+        return Use("topics", ())
+
+
+class Dead(Call[list[JobInfo]]):
+    """Dead jobs, oldest death first. Over HTTP, at most the server's page
+    (1000) at once."""
+
+    __slots__ = ("limit", "topic")
+
+    def __init__(self, topic: str, limit: int = 100) -> None:
+        check_limit(limit)
+        self.topic = validate_topic(topic)
+        self.limit = limit
+
+    def store(self, side: StoreSide) -> Use:
+        return Use("dead", (self.topic, self.limit))
+
+
+class Requeue(Call[int]):
+    """Move dead jobs (all, or those in ``ids``) back to ready with attempts
+    reset; returns how many moved."""
+
+    __slots__ = ("ids", "topic")
+
+    def __init__(self, topic: str, ids: Sequence[str] | None = None) -> None:
+        self.ids = requeue_ids(topic, ids)
+        self.topic = topic
+
+    def store(self, side: StoreSide) -> Use:
+        return Use("requeue", (self.topic, self.ids))
+
+
+class Purge(Call[int]):
+    """Delete every job of the topic (and its remembered ids); returns how many jobs."""
+
+    __slots__ = ("topic",)
+
+    def __init__(self, topic: str) -> None:
+        self.topic = validate_topic(topic)
+
+    def store(self, side: StoreSide) -> Use:
+        return Use("purge", (self.topic,))
+
+
+class Pause(Call[None]):
+    """Stop handing out jobs of the topic; puts are still accepted."""
+
+    __slots__ = ("topic",)
+
+    def __init__(self, topic: str) -> None:
+        self.topic = validate_topic(topic)
+
+    def store(self, side: StoreSide) -> Use:
+        return Use("set_paused", (self.topic, True))
+
+
+class Resume(Call[None]):
+    """Hand out jobs of a paused topic again."""
+
+    __slots__ = ("topic",)
+
+    def __init__(self, topic: str) -> None:
+        self.topic = validate_topic(topic)
+
+    def store(self, side: StoreSide) -> Use:
+        return Use("set_paused", (self.topic, False))
+
+
+class Events(Call[EventPage]):
+    """The event log after ``cursor`` (None: the oldest kept), oldest first.
+    Pass ``page.cursor`` back to resume where the page ended."""
+
+    __slots__ = ("cursor", "limit", "topic")
+
+    def __init__(
+        self, topic: str | None = None, *, cursor: str | None = None, limit: int = 1000
+    ) -> None:
+        check_limit(limit)
+        self.topic = None if topic is None else validate_topic(topic)
+        self.cursor = cursor
+        self.limit = limit
+
+    def store(self, side: StoreSide) -> Use:
+        return Use("events", (self.topic, self.cursor, self.limit))
