@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: faults test-topologies run demo test test-spark lint bench bench-peers bench-spark bench-stacks bench-http example-spark system-deps clean
+.PHONY: faults test-topologies run demo test test-spark lint dist smoke bench bench-peers bench-spark bench-stacks bench-http example-spark system-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +70,27 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+WHEEL   := dist/chronoq-$(VERSION)-py3-none-any.whl
+
+## dist: the sdist, then the wheel built from it (so the sdist is known to build), into dist/, and a check of what each holds
+dist: $(VENV)/.installed-dev
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/python tests/smoke/check_dist.py dist
+
+# SMOKE_ARGS=--docs: check /docs too (once chronoq serve has it)
+SMOKE_ARGS ?=
+
+## smoke: the wheel as users install it: a new virtualenv outside the checkout, the wheel with [server,redis] (not editable), and tests/smoke/smoke.py run there, from outside the checkout
+smoke: dist system-deps
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && set -e && \
+	echo "smoke: a new virtualenv in $$tmp" && \
+	$(PYTHON) -m venv "$$tmp/venv" && \
+	"$$tmp/venv/bin/python" -m pip install -q '$(CURDIR)/$(WHEEL)[server,redis]' && \
+	cd "$$tmp" && "$$tmp/venv/bin/python" -I '$(CURDIR)/tests/smoke/smoke.py' \
+	  --checkout '$(CURDIR)' $(SMOKE_ARGS)
+
 ## bench: the SQLite, Redis and worker benchmarks (results in docs/benchmarks.md)
 bench: $(VENV)/.installed-dev system-deps
 	$(BIN)/python bench/sqlite.py
@@ -124,5 +145,5 @@ system-deps:
 	    openjdk-17-jre-headless; }
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache chronoq.db chronoq.db-wal chronoq.db-shm \
+	rm -rf $(VENV) dist .pytest_cache .mypy_cache .ruff_cache chronoq.db chronoq.db-wal chronoq.db-shm \
 	  examples/orders/out
