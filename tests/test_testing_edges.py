@@ -102,6 +102,19 @@ def test_an_interrupt_in_a_handler_gives_its_job_back_and_ends_the_run(
     assert later.due_at - info.due_at >= H * 1000 - 60_000
 
 
+def test_an_interrupt_after_the_handler_settled_its_job_is_raised_as_it_is(
+    queue: chronoq.Queue, topic: str
+) -> None:
+    def handler(job: Reservation) -> None:
+        queue.ack(job)
+        raise KeyboardInterrupt
+
+    put = queue.put(topic, "x")
+    with pytest.raises(KeyboardInterrupt):  # not the LeaseLost of giving the job back
+        run_due(queue, {topic: handler})
+    assert queue.get(topic, put.id) is None
+
+
 def test_an_async_handler_where_a_loop_runs_already_says_what_to_do(
     queue: chronoq.Queue, topic: str
 ) -> None:

@@ -5,6 +5,7 @@ their jobs settled as the worker settles them (worker/session.py)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -13,7 +14,7 @@ from types import TracebackType
 from typing import Any
 
 from chronoq.backoff import Backoff
-from chronoq.errors import InvalidInput, LeaseLost
+from chronoq.errors import ChronoqError, InvalidInput, LeaseLost
 from chronoq.job import Reservation, validate_topic
 from chronoq.queue import Queue
 from chronoq.states import State
@@ -145,7 +146,8 @@ def handle(
     try:
         error = caller.call(handlers.by_topic[job.topic], job)
     except BaseException:  # not the handler failing (Ctrl-C, RunError): ready again at once
-        queue.release(job, error=STOPPED)
+        with contextlib.suppress(ChronoqError):  # settled by the handler, or the store is down
+            queue.release(job, error=STOPPED)
         raise
     elapsed_ms = (time.perf_counter() - started) * 1000
     outcome = _settle(queue, job, error, handlers.backoffs.get(job.topic))
