@@ -27,7 +27,7 @@ import pytest
 from chronoq import Job, ids
 from chronoq.backends.redis.codec import id_key, key_id
 from chronoq.backends.redis.keys import shard_of
-from chronoq.errors import InvalidInput, InvalidJob
+from chronoq.errors import InvalidInput, InvalidJob, PayloadTooLarge
 from chronoq.job import (
     MAX_PRIORITY,
     NewJob,
@@ -103,9 +103,11 @@ def ref_encode_payload(payload: Any, max_bytes: int) -> bytes:
             ) from None
     size = len(data) - (data[:1] == b"\x00")
     if size > max_bytes:
-        raise InvalidInput(
+        raise PayloadTooLarge(
             f"payload is {size} bytes, over the limit of {max_bytes}: store large "
-            "data elsewhere and put a reference, or raise max_payload in the store URL"
+            "data elsewhere and put a reference, or raise max_payload in the store URL",
+            size,
+            max_bytes,
         )
     return data
 
@@ -140,6 +142,10 @@ def ref_prepare_job(job: Job, max_payload: int, index: int | None, job_id: str) 
             max_attempts=_ref_check_int(job.max_attempts, "max_attempts", 1, 1_000_000),
             unique_for_ms=duration_ms(job.unique_for, "unique_for"),
         )
+    except PayloadTooLarge as exc:
+        if index is None:
+            raise
+        raise PayloadTooLarge(str(exc), exc.size, exc.limit, index) from None
     except InvalidJob:
         raise
     except InvalidInput as exc:

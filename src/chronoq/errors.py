@@ -10,6 +10,7 @@ __all__ = [
     "InvalidJob",
     "LeaseLost",
     "NotFound",
+    "PayloadTooLarge",
 ]
 
 
@@ -33,6 +34,29 @@ class InvalidJob(InvalidInput):
             message = f"job #{index} of the batch: {message}"
         super().__init__(message)
         self.index = index
+
+
+class PayloadTooLarge(InvalidJob):
+    """A job's payload, or the request that carried it, was over a size
+    limit; nothing was written. ``size`` is the size in bytes and ``limit``
+    the limit passed: the payload's encoded size and the store's
+    ``max_payload``; from ``chronoq.http``'s clients also the request body's
+    size and the server's ``limits.max_body``, when the message says so.
+    From a client either may be ``None``: the server refused a body sent in
+    chunks before it knew its size, or a proxy answered 413 and said neither.
+    ``index`` as for ``InvalidJob``."""
+
+    def __init__(
+        self, message: str, size: int | None, limit: int | None, index: int | None = None
+    ) -> None:
+        super().__init__(message, index)
+        self.size = size
+        self.limit = limit
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # pickled whole (the message already names any index), for a
+        # process that sends it on to another
+        return type(self), (str(self), self.size, self.limit), self.__dict__
 
 
 class LeaseLost(ChronoqError):

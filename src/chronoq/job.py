@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, NamedTuple
 
-from chronoq.errors import InvalidInput, InvalidJob
+from chronoq.errors import InvalidInput, InvalidJob, PayloadTooLarge
 from chronoq.ids import new_id
 from chronoq.names import (
     ID_PATTERN,
@@ -294,7 +294,8 @@ def run_at_ms(value: object) -> int:
 
 
 def encode_payload(payload: Any, max_bytes: int = DEFAULT_MAX_PAYLOAD) -> bytes:
-    """A JSON value becomes its compact UTF-8 text; bytes are kept as they are."""
+    """A JSON value becomes its compact UTF-8 text; bytes are kept as they are.
+    Over ``max_bytes`` (the JSON text, or the bytes) raises ``PayloadTooLarge``."""
     # a dict, the usual payload, skips the isinstance test (slow for a union)
     if type(payload) is dict or not isinstance(payload, _BINARY):
         try:
@@ -309,9 +310,11 @@ def encode_payload(payload: Any, max_bytes: int = DEFAULT_MAX_PAYLOAD) -> bytes:
         data = _BYTES_TAG + bytes(payload)
         size = len(data) - 1
     if size > max_bytes:
-        raise InvalidInput(
+        raise PayloadTooLarge(
             f"payload is {size} bytes, over the limit of {max_bytes}: store large "
-            "data elsewhere and put a reference, or raise max_payload in the store URL"
+            "data elsewhere and put a reference, or raise max_payload in the store URL",
+            size,
+            max_bytes,
         )
     return data
 
@@ -372,6 +375,10 @@ def prepare_job(job: Job, max_payload: int, index: int | None = None) -> NewJob:
         generated = job_id is None
         fields = (new, payload, delay_ms, at_ms, priority, ttr_ms, attempts, unique_ms, generated)
         return _new_job(NewJob, fields)
+    except PayloadTooLarge as exc:  # encode_payload's, which knows no index
+        if index is None:
+            raise
+        raise PayloadTooLarge(str(exc), exc.size, exc.limit, index) from None
     except InvalidJob:
         raise
     except InvalidInput as exc:

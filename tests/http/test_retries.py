@@ -218,7 +218,7 @@ def test_what_each_status_becomes(tmp_path: Path) -> None:
                 client.put("t", "x" * 3000)  # 413 too_large
             jobs = [chronoq.Job(i) for i in range(3)] + [chronoq.Job("x" * 200)]
             with pytest.raises(InvalidJob) as invalid:
-                client.put_many("t", jobs)  # 400 invalid_job, with the index
+                client.put_many("t", jobs)  # 413 too_large, with the index
         specs = [{"payload": i} for i in range(3)] + [{"payload": "x" * 200}]
         raw = httpx.post(f"{server.url}/v1/topics/t/jobs:batch", json={"jobs": specs})
         problem = raw.json()["error"]

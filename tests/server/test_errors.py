@@ -69,7 +69,7 @@ def test_limits(serve: Callable[..., LiveServer]) -> None:
 def test_payload_limit_of_the_store(serve: Callable[..., LiveServer], tmp_path: Path) -> None:
     server = serve(store=f"sqlite:///{tmp_path / 'small.db'}?max_payload=100")
     with httpx.Client(base_url=server.url) as http:
-        _refused(http.post("/v1/topics/t/jobs", json={"payload": "x" * 200}), 400, "invalid_job",
+        _refused(http.post("/v1/topics/t/jobs", json={"payload": "x" * 200}), 413, "too_large",
                  "over the limit of 100")  # fmt: skip
 
 

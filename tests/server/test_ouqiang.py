@@ -150,8 +150,10 @@ def test_refusals_from_chronoq_rules(http: httpx.Client) -> None:
     index = call(http, "/push", {"topic": "chronoq.byid", "id": "x", "delay": 5, "ttr": 5})
     assert index["code"] == 1 and "index of job ids" in index["message"]
     assert "invalid topic" in call(http, "/pop", {"topic": "ok,not ok"})["message"]
-    big = call(http, "/push", {"topic": "t", "id": "x", "delay": 5, "ttr": 5, "body": "x" * 2**21})
-    assert big["code"] == 1 and "over the limit" in big["message"]
+    job = {"topic": "t", "id": "x", "delay": 5, "ttr": 5, "body": "x" * 2**21}
+    big = http.post("/push", json=job)
+    assert big.status_code == 413  # as tests/server/test_too_large.py checks
+    assert big.json()["code"] == 1 and "over the limit" in big.json()["message"]
 
 
 def test_unknown_ids(http: httpx.Client) -> None:

@@ -2,9 +2,10 @@
 the two errors only a client over HTTP can meet. One copy, for both clients.
 
 The mapping follows the server's ``problems.py`` back: 400 is ``InvalidInput``
-(``InvalidJob`` with its ``index`` for ``invalid_job``), 413 ``InvalidInput``,
-404 ``not_found`` ``NotFound``, 409 ``LeaseLost``, 503 ``BackendUnavailable``
-(``DurabilityError`` for ``not_replicated``), 401 and 403 ``AuthError``."""
+(``InvalidJob`` with its ``index`` for ``invalid_job``), 413 ``PayloadTooLarge``
+(with its sizes and index), 404 ``not_found`` ``NotFound``, 409 ``LeaseLost``,
+503 ``BackendUnavailable`` (``DurabilityError`` for ``not_replicated``), 401
+and 403 ``AuthError``."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from chronoq.errors import (
     InvalidJob,
     LeaseLost,
     NotFound,
+    PayloadTooLarge,
 )
 from chronoq.job import JobLease
 
@@ -47,24 +49,38 @@ class HTTPError(ChronoqError):
         self.code = code
 
 
-def _problem(content: bytes) -> tuple[str, str, int | None]:
-    """The code, message and index of a ``{"error": {...}}`` body; a body of
-    another shape (a proxy's page) gives code "" and its first characters."""
+def _problem(content: bytes) -> tuple[str, str, dict[str, Any]]:
+    """The code, message and whole detail of a ``{"error": {...}}`` body; a
+    body of another shape (a proxy's page) gives code "", its first
+    characters and no detail."""
     try:
         detail = json.loads(content)["error"]
         code, message = detail["code"], detail["message"]
-        index = detail.get("index")
         if isinstance(code, str) and isinstance(message, str):
-            return code, message, index if isinstance(index, int) else None
+            return code, message, detail
     except (ValueError, TypeError, KeyError):
         pass
     text = content[:200].decode("utf-8", "replace").strip()
-    return "", text or "(an empty body)", None
+    return "", text or "(an empty body)", {}
 
 
-def _invalid_job(message: str, index: int | None) -> InvalidJob:
+def _number(detail: dict[str, Any], name: str) -> int | None:
+    value = detail.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _invalid_job(message: str, detail: dict[str, Any]) -> InvalidJob:
     error = InvalidJob(message)  # the server's message names the index already
-    error.index = index
+    error.index = _number(detail, "index")
+    return error
+
+
+def _too_large(message: str, detail: dict[str, Any]) -> PayloadTooLarge:
+    """A 413: the server's ``too_large``, with its sizes, or a proxy's
+    refusal of the body, without them."""
+    size, limit = _number(detail, "size"), _number(detail, "limit")
+    error = PayloadTooLarge(message, size, limit)  # the message names the index already
+    error.index = _number(detail, "index")
     return error
 
 
@@ -78,9 +94,16 @@ def error_for(
 ) -> ChronoqError:
     """The error to raise for an answer with ``status`` >= 300 to ``method
     path``; ``lease``: the lease a lease call named (its 409 is LeaseLost)."""
-    code, message, index = _problem(content)
-    if status == 400 or status == 413:
-        return _invalid_job(message, index) if code == "invalid_job" else InvalidInput(message)
+    code, message, detail = _problem(content)
+    if status == 413:
+        if code != "too_large":  # not the server's words: a proxy in front of it
+            message = (
+                f"{base_url} answered 413 (too large) to {method} {path}: {message}: "
+                "a proxy's body size limit, probably: send less at once, or raise that limit"
+            )
+        return _too_large(message, detail)
+    if status == 400:
+        return _invalid_job(message, detail) if code == "invalid_job" else InvalidInput(message)
     if status in (401, 403):
         return AuthError(f"{base_url}: {message}", status, code)
     if status == 404 and code == "not_found":

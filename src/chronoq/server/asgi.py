@@ -19,7 +19,7 @@ import msgspec
 from chronoq.errors import ChronoqError
 from chronoq.job import validate_id, validate_topic
 from chronoq.server.auth import Action, allowed, internal_topic, is_internal
-from chronoq.server.problems import ApiError, from_chronoq, invalid_body
+from chronoq.server.problems import ApiError, from_chronoq, invalid_body, too_large
 from chronoq.server.routing import Call, Reply, Route, Router, query_of
 from chronoq.server.settings import ServerSettings
 from chronoq.server.wire import ENCODER
@@ -67,12 +67,20 @@ class _HungUp(Exception):
     """The client hung up before its request was read: nobody to answer."""
 
 
+def _body_too_large(limit: int, size: int | None) -> ApiError:
+    return too_large(
+        f"the body is over {limit} bytes (this server's limits.max_body): send less at once",
+        size,
+        limit,
+    )
+
+
 async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
     """The body, up to ``limit`` bytes; one that does not arrive in time is
     the connection's to end (connections.py: limits.body_timeout)."""
     for name, value in scope["headers"]:
         if name == b"content-length" and value.isdigit() and int(value) > limit:
-            raise ApiError(413, "too_large", f"the body is over {limit} bytes: send less at once")
+            raise _body_too_large(limit, int(value))
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -81,8 +89,8 @@ async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
             raise _HungUp
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size > limit:
-            raise ApiError(413, "too_large", f"the body is over {limit} bytes: send less at once")
+        if size > limit:  # sent in chunks: its whole size is not known
+            raise _body_too_large(limit, None)
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)

@@ -8,11 +8,20 @@ push to one topic may share a call."""
 from __future__ import annotations
 
 from chronoq.aio import AsyncQueue
-from chronoq.errors import InvalidJob
+from chronoq.errors import InvalidJob, PayloadTooLarge
 from chronoq.job import Job, PutResult
 from chronoq.server.batching import Coalescer
 
 __all__ = ["GroupedPuts"]
+
+
+def _alone(exc: InvalidJob) -> InvalidJob:
+    """The refusal of one job of a group as its own put would raise it: of
+    the same type and sizes, without the group's index."""
+    message = str(exc).split(": ", 1)[-1]  # after "job #i of the batch"
+    if isinstance(exc, PayloadTooLarge):
+        return PayloadTooLarge(message, exc.size, exc.limit)
+    return InvalidJob(message)
 
 
 class GroupedPuts:
@@ -46,8 +55,7 @@ class GroupedPuts:
             except InvalidJob as exc:
                 if exc.index is None:
                     raise
-                bad = left.pop(exc.index)
-                results[bad] = InvalidJob(str(exc).split(": ", 1)[-1])
+                results[left.pop(exc.index)] = _alone(exc)
                 continue
             for i, result in zip(left, done, strict=True):
                 results[i] = result

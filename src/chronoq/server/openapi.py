@@ -17,6 +17,11 @@ __all__ = ["openapi_document"]
 _REF = "#/components/schemas/{name}"
 ID_RULE = f"^{ID_PATTERN}$"
 NEW_ID_RULE = f"^{NEW_ID_PATTERN}$"  # a put's id: not "." or ".."
+# the answers whose meaning is the same on every route that lists them
+_DESCRIBED = {
+    413: "too large: a payload over the store's max_payload, or a body over the "
+    "server's limits.max_body; nothing was written",
+}
 
 
 def _path_params(route: Route) -> list[dict[str, Any]]:
@@ -137,7 +142,7 @@ def openapi_document(routes: list[Route], secured: bool, limits: Limits) -> dict
             }
         operation["responses"] = {
             str(status): {
-                "description": "ok" if status < 400 else "an error",
+                "description": _DESCRIBED.get(status, "ok" if status < 400 else "an error"),
                 "content": {"application/json": {"schema": next(at)}},
             }
             for status in route.answers

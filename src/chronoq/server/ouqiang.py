@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
-from chronoq.errors import ChronoqError
+from chronoq.errors import ChronoqError, PayloadTooLarge
 from chronoq.server.auth import Action, Auth
 from chronoq.server.byid import Entry, IdJobs, Refused, check_not_internal
 from chronoq.server.problems import ApiError
@@ -224,6 +224,8 @@ def _guarded(handler: Callable[[Call], Awaitable[Reply]]) -> Callable[[Call], Aw
             return _failed(BAD_JSON)
         except Refused as exc:
             return _failed(str(exc))
+        except PayloadTooLarge as exc:  # 413, as the server answers a body over max_body
+            return Reply(413, OuqiangAnswer(1, str(exc)))
         except ChronoqError as exc:
             return _failed(refusal_text(exc))
 
@@ -250,7 +252,8 @@ def ouqiang_routes(jobs: IdJobs, auth: Auth, limits: Limits) -> list[Route]:
             summary,
             action,
             Any,  # any bytes: what is not a body ouqiang takes is answered code 1
-            {200: answer, **errors},
+            # a push's body over the store's max_payload: 413 (it carries a payload)
+            {200: answer, **errors, **({413: OuqiangAnswer} if path == "/push" else {})},
             tag="ouqiang",
             long_poll=path == "/pop",
             # POST alone, as ouqiang's README says; /pop holds for pop_wait

@@ -14,9 +14,10 @@ from chronoq.errors import (
     InvalidJob,
     LeaseLost,
     NotFound,
+    PayloadTooLarge,
 )
 
-__all__ = ["RETRY_AFTER_S", "ApiError", "from_chronoq", "invalid_body"]
+__all__ = ["RETRY_AFTER_S", "ApiError", "from_chronoq", "invalid_body", "too_large"]
 
 RETRY_AFTER_S = 1  # what a 503 asks the client to wait before it tries again
 
@@ -42,8 +43,21 @@ class ApiError(Exception):
         return []
 
 
+def too_large(
+    message: str, size: int | None, limit: int | None, index: int | None = None
+) -> ApiError:
+    """413 ``too_large`` with the sizes in bytes (those known) and the index
+    of a batch's job: the one answer to a payload over the store's
+    ``max_payload`` and to a body over the server's ``limits.max_body``."""
+    extra = {"size": size, "limit": limit, "index": index}
+    known = {name: value for name, value in extra.items() if value is not None}
+    return ApiError(413, "too_large", message, **known)
+
+
 def from_chronoq(exc: ChronoqError) -> ApiError:
     """The HTTP answer to an error raised by the queue."""
+    if isinstance(exc, PayloadTooLarge):
+        return too_large(str(exc), exc.size, exc.limit, exc.index)
     if isinstance(exc, InvalidJob):
         extra = {} if exc.index is None else {"index": exc.index}
         return ApiError(400, "invalid_job", str(exc), **extra)

@@ -20,6 +20,8 @@ __all__ = ["v1_routes"]
 _TOPIC = "/v1/topics/{topic}"
 _JOB = _TOPIC + "/jobs/{id}"
 _ERRORS = {400: wire.ErrorBody, 401: wire.ErrorBody, 403: wire.ErrorBody, 503: wire.ErrorBody}
+# a payload over the store's max_payload (or a body over limits.max_body)
+_PUT_ERRORS = {**_ERRORS, 413: wire.ErrorBody}
 
 
 def v1_routes(
@@ -63,7 +65,7 @@ def v1_routes(
             "Put one job (201 created, 200 it existed)",
             put,
             wire.PutJob,
-            {201: wire.PutResultBody, 200: wire.PutResultBody, **_ERRORS},
+            {201: wire.PutResultBody, 200: wire.PutResultBody, **_PUT_ERRORS},
             tag="produce",
         ),
         route(
@@ -74,6 +76,7 @@ def v1_routes(
             put,
             wire.BatchPut,
             wire.BatchPutResult,
+            errors=_PUT_ERRORS,
             tag="produce",
         ),
         route(

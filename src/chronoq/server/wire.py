@@ -248,7 +248,9 @@ class Paused(Struct):
 class ErrorDetail(Struct, omit_defaults=True):
     code: str
     message: str
-    index: int | None = None
+    index: int | None = None  # the refused job of a batch
+    size: int | None = None  # too_large: the bytes of the payload, or of the body
+    limit: int | None = None  # too_large: the store's max_payload, or limits.max_body
 
 
 class ErrorBody(Struct):

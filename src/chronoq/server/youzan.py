@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
-from chronoq.errors import ChronoqError
+from chronoq.errors import ChronoqError, PayloadTooLarge
 from chronoq.job import Reservation
 from chronoq.server.auth import Action, Auth
 from chronoq.server.byid import IdJobs, Refused, check_not_internal
@@ -77,6 +77,7 @@ class Youzan:
     async def command(self, call: Call) -> Reply:
         job_id = None
         popped: Reservation | None = None
+        status = 200
         try:
             fields = _fields(call.raw_body)
             if isinstance(fields.get("id"), str):
@@ -95,10 +96,12 @@ class Youzan:
                 raise Refused(f"unknown command {_shown(name)}: give one of {_COMMANDS}")
         except Refused as exc:
             answer = YouzanAnswer(False, str(exc), job_id)
+        except PayloadTooLarge as exc:  # 413, as the server answers a body over max_body
+            answer, status = YouzanAnswer(False, str(exc), job_id), 413
         except ChronoqError as exc:
             answer = YouzanAnswer(False, refusal_text(exc), job_id)
         if popped is None:
-            return Reply(200, answer)
+            return Reply(status, answer)
         # an answer that cannot be written gives the job back at once
         return Reply(200, answer, undelivered=self.jobs.giver(popped))
 
@@ -156,7 +159,7 @@ def youzan_routes(jobs: IdJobs, auth: Auth, limits: Limits) -> list[Route]:
             # pop, finish: reserve) on the job's real topic
             Action.RESERVE,
             Any,  # any bytes: what is not a command is answered success false
-            {200: YouzanAnswer, 401: YouzanAnswer, 403: YouzanAnswer},
+            {200: YouzanAnswer, 401: YouzanAnswer, 403: YouzanAnswer, 413: YouzanAnswer},
             tag="youzan",
             long_poll=True,
             raw_body=True,
