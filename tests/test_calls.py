@@ -1,4 +1,4 @@
-"""Bad input through the public API, on every backend (DESIGN §1, §3): the checks of
+"""Bad input through the public API, on every backend (docs/contract.md §1, §3): the checks of
 ``chronoq.calls`` and ``chronoq.job`` (the blocking facade).
 
 Every rule raises ``InvalidJob`` (puts) or ``InvalidInput`` (everything else)
@@ -102,7 +102,7 @@ def test_put_many_rejects_bad_topic(queue: chronoq.Queue, bad: Any) -> None:
 
 
 def test_put_with_bad_topic_raises_invalid_job(queue: chronoq.Queue) -> None:
-    """Puts raise InvalidJob for every rule (DESIGN §1: the topic is half of a
+    """Puts raise InvalidJob for every rule (docs/contract.md §1: the topic is half of a
     job's key), so ``except InvalidJob`` around a put catches every bad job."""
     with pytest.raises(InvalidJob) as info:
         queue.put("bad topic", 1)
@@ -439,7 +439,7 @@ def test_run_at_in_the_past_means_due_now(queue: chronoq.Queue, topic: str, run_
 def test_run_at_epoch_seconds_accepts_what_a_datetime_accepts(
     queue: chronoq.Queue, topic: str
 ) -> None:
-    """DESIGN §1: run_at is a datetime or epoch seconds; the two forms of one
+    """docs/contract.md §1: run_at is a datetime or epoch seconds; the two forms of one
     instant must be treated alike (here: 2045, nearer than a 10-year delay
     from a few years on)."""
     moment = datetime(2045, 1, 1, tzinfo=UTC)

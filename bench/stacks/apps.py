@@ -3,7 +3,7 @@ routes, with no store behind them (what is measured is the stack's own cost):
 
 - ``GET /hello``: a small JSON answer (the raw ASGI one is the baseline);
 - ``POST /v1/topics/{topic}/jobs``: a put's body decoded and validated, and
-  its answer encoded, as the real endpoint will (DESIGN §8).
+  its answer encoded, as the real endpoint will (docs/contract.md §8).
 
 Served by uvicorn (uvloop, httptools); see ``bench/stacks/run.py``.
 """

@@ -187,7 +187,7 @@ class JobInfo:
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One entry of the event log (DESIGN §7). ``seq`` increases within a log."""
+    """One entry of the event log (docs/contract.md §7). ``seq`` increases within a log."""
 
     seq: int
     ts_ms: int
@@ -225,7 +225,7 @@ class LogShard:
     selects the events of one topic in it, or None); Redis one per topic and
     shard (``name``: its stream's key, such as "chronoq:{orders:3}:events").
     Within one, events are numbered 1, 2, 3... without holes, except where the
-    store trimmed events (DESIGN §7)."""
+    store trimmed events (docs/contract.md §7)."""
 
     name: str
     topic: str | None
@@ -387,5 +387,5 @@ def prepare_job(job: Job, max_payload: int, index: int | None = None) -> NewJob:
 
 def shard_of(job_id: str, shards: int) -> int:
     """The shard of a job among ``shards``: a stable hash of its id (CRC-32),
-    the same in every process and language (DESIGN §4)."""
+    the same in every process and language (docs/contract.md §4)."""
     return zlib.crc32(job_id.encode()) % shards if shards > 1 else 0

@@ -1,4 +1,4 @@
-"""What a topic and a job id may be (DESIGN §1), checked once for every API:
+"""What a topic and a job id may be (docs/contract.md §1), checked once for every API:
 the patterns (the OpenAPI document shows them too) and the checks."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Job states, events and the transition table of DESIGN §1: the spec in code."""
+"""Job states, events and the transition table of docs/contract.md §1: the spec in code."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DESIGN §2.4 orders jobs within a shard (across shards: best effort), and
+"""docs/contract.md §2.4 orders jobs within a shard (across shards: best effort), and
 the event log is ordered per shard: an order is checked shard by shard. On a
 store of one shard (SQLite, Redis by default) that is the whole order."""
 

@@ -1,4 +1,4 @@
-"""Conformance: the guarantees of DESIGN §2, one or a few tests each, on every
+"""Conformance: the guarantees of docs/contract.md §2, one or a few tests each, on every
 backend in ``BACKENDS``.
 
 Producers and consumers run as threads and as separate processes (``python -c``

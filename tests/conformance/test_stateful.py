@@ -1,11 +1,11 @@
 """Conformance: a Hypothesis state machine drives one topic through random
 sequences of every operation and compares the store with a small model of
-DESIGN §1 after each step.
+docs/contract.md §1 after each step.
 
 Time never makes the model ambiguous: jobs are due now (delay 0) or in an hour,
 leases last an hour, and the one rule that lets a lease expire uses a 10 ms
 lease and sleeps past it; the model then holds the job as ready (or dead), as
-DESIGN §1 says, whether or not a ``reserve`` has reclaimed it since.
+docs/contract.md §1 says, whether or not a ``reserve`` has reclaimed it since.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Conformance: every row of the transition table (DESIGN §1) through the public
+"""Conformance: every row of the transition table (docs/contract.md §1) through the public
 ``Queue`` API, lease fencing, and the event log (§7).
 
 Only the public API and ``store_url`` are used, so these tests run unchanged on
@@ -567,7 +567,7 @@ def test_lease_expiry_makes_the_job_ready_again(queue: Queue, topic: str) -> Non
 
 
 def test_lease_expiry_is_visible_to_get_and_stats(queue: Queue, topic: str) -> None:
-    """After the deadline the job is ready again (DESIGN §1), also for an observer
+    """After the deadline the job is ready again (docs/contract.md §1), also for an observer
     that does not reserve."""
     queue.put(topic, "p", id="e", ttr=0.05)
     first = reserve_one(queue, topic)
@@ -1280,7 +1280,7 @@ def test_event_cursor_resumes_without_duplicates_or_gaps(queue: Queue, topic: st
             break
         cursor = page.cursor
     assert pages == everything
-    # seq numbers a shard's events (DESIGN §7): increasing, each once, shard by shard
+    # seq numbers a shard's events (docs/contract.md §7): increasing, each once, shard by shard
     for shard_ids in per_shard(queue, [e.id for e in pages]).values():
         seqs = [e.seq for e in pages if e.id in shard_ids]
         assert seqs == sorted(seqs)

@@ -11,7 +11,7 @@ lost, unexpected, early, duplicated, or run under two live leases at once.
   this machine's).
 - **duplicated**: started more than once (at-least-once delivery allows it after a fault).
 - **two live leases**: a run started while an earlier run of the same job was still going AND
-  before that earlier lease's deadline: DESIGN §2.3 forbids it.
+  before that earlier lease's deadline: docs/contract.md §2.3 forbids it.
 - **late starts**: a run started after its own lease's deadline, when the store may already
   have handed the job to another worker (a worker must give such a job back, not start it).
 - **indeterminate**: puts whose every attempt ended ``info`` (or with no answer at all, a

@@ -1,4 +1,4 @@
-"""Redis going away and coming back (DESIGN §2.2, §2.3, §4): functions flushed,
+"""Redis going away and coming back (docs/contract.md §2.2, §2.3, §4): functions flushed,
 the server restarted or killed, durability of acknowledged writes with AOF.
 Every test runs its own redis-server processes, never the session one."""
 

@@ -1,4 +1,4 @@
-"""How the Redis backend lays out its keys and wakes its consumers (DESIGN §4,
+"""How the Redis backend lays out its keys and wakes its consumers (docs/contract.md §4,
 §6, §7): one hash slot per ``{topic:shard}``, jobs spread over shards by a
 stable hash of their id, capped event streams, one wake-up per put, and
 due-time wake-ups timed in the client."""

@@ -1,4 +1,4 @@
-"""Redis store URLs (DESIGN §3, §4): TCP, ACL users, unix sockets, db numbers,
+"""Redis store URLs (docs/contract.md §3, §4): TCP, ACL users, unix sockets, db numbers,
 options passed to redis-py, and the errors of bad or unreachable URLs."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The /v1 API over real HTTP, on each backend: every endpoint of DESIGN §8
+"""The /v1 API over real HTTP, on each backend: every endpoint of docs/contract.md §8
 does what the Queue method of the same name does."""
 
 from __future__ import annotations

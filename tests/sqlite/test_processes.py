@@ -1,4 +1,4 @@
-"""Several processes on one SQLite file (DESIGN §2.3, §2.7, §6): exclusive
+"""Several processes on one SQLite file (docs/contract.md §2.3, §2.7, §6): exclusive
 leases, cross-process wake-ups, redelivery after a consumer is killed, and
 the in-process wake registry shared by queues on the same file."""
 

@@ -1,4 +1,4 @@
-"""The Backend contract: one method per transition of DESIGN §1, for blocking
+"""The Backend contract: one method per transition of docs/contract.md §1, for blocking
 callers (``Backend``) and for asyncio (``AsyncBackend``, the same methods as
 coroutines).
 

@@ -1,4 +1,4 @@
-"""Clients of the HTTP API of ``chronoq serve`` (DESIGN §8): ``Client`` and,
+"""Clients of the HTTP API of ``chronoq serve`` (docs/contract.md §8): ``Client`` and,
 for asyncio, ``AsyncClient``, with the method names, arguments, values and
 typed errors of ``chronoq.Queue``, plus ``AuthError`` (401/403) and
 ``HTTPError`` (an answer no other error describes). See docs/clients.md."""

@@ -1,4 +1,4 @@
-"""The one schema of exported events (DESIGN §7), shared by ``chronoq export``,
+"""The one schema of exported events (docs/contract.md §7), shared by ``chronoq export``,
 the Spark data source and ``chronoq analyze``, and events as Arrow columns."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ __all__ = [
 
 _TS = pa.timestamp("us", tz="UTC")
 
-#: an event as Spark sees it: the columns of DESIGN §7, in its order
+#: an event as Spark sees it: the columns of docs/contract.md §7, in its order
 EVENT_SCHEMA = pa.schema(
     [
         ("seq", pa.int64()),

@@ -1,4 +1,4 @@
-"""``chronoq serve``: the HTTP JSON service (DESIGN §8), as an ASGI app."""
+"""``chronoq serve``: the HTTP JSON service (docs/contract.md §8), as an ASGI app."""
 
 from chronoq.server.app import create_app
 from chronoq.server.auth import Action, Auth, Token, hash_token, new_token

@@ -1,4 +1,4 @@
-"""The handlers of the /v1 endpoints (DESIGN §8): each one a thin call of
+"""The handlers of the /v1 endpoints (docs/contract.md §8): each one a thin call of
 ``AsyncQueue``; ``v1_routes.py`` puts them in the route table."""
 
 from __future__ import annotations

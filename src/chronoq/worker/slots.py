@@ -245,7 +245,7 @@ class Slots:
 def lease_left(run: Running) -> float:
     """Seconds left of a held job's lease, by the local monotonic clock. Not
     ``job.deadline`` against the local wall clock: the deadline is on the
-    store's clock, and the two may be skewed by seconds (DESIGN §5). The
+    store's clock, and the two may be skewed by seconds (docs/contract.md §5). The
     worker times its renewals the same way (ttr / 3 after the reserve). The
     store started the lease after the reserve (or touch) was sent, so the
     local end (that moment plus the ttr) is never later than the store's."""

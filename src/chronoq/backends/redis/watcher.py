@@ -1,4 +1,4 @@
-"""Waking consumers of a Redis store without polling (DESIGN §6).
+"""Waking consumers of a Redis store without polling (docs/contract.md §6).
 
 Scripts push tokens onto each shard's ``wake`` list when they make jobs
 available; a waiting consumer blocks in BLPOP on those lists, so each token

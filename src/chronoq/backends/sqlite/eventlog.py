@@ -1,4 +1,4 @@
-"""Appending to the event log (DESIGN §7) inside a transition's transaction,
+"""Appending to the event log (docs/contract.md §7) inside a transition's transaction,
 and keeping the log and the remembered ids from growing without bound."""
 
 from __future__ import annotations

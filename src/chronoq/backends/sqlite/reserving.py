@@ -1,4 +1,4 @@
-"""The reserve path of the SQLite backend: reclaim, promote, lease (DESIGN §6:
+"""The reserve path of the SQLite backend: reclaim, promote, lease (docs/contract.md §6:
 expired leases are reclaimed here, so no timer process is needed)."""
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS remembered (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS remembered_until ON remembered (until_ms);
 
--- The event log (DESIGN §7). seq is never reused: trimming always keeps the newest row.
+-- The event log (docs/contract.md §7). seq is never reused: trimming always keeps the newest row.
 CREATE TABLE IF NOT EXISTS events (
     seq      INTEGER PRIMARY KEY,
     ts_ms    INTEGER NOT NULL,

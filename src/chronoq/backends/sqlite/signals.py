@@ -1,4 +1,4 @@
-"""Waking consumers of a SQLite store without a polling loop (DESIGN §6).
+"""Waking consumers of a SQLite store without a polling loop (docs/contract.md §6).
 
 Within a process, every queue open on the same file shares one condition
 variable (the registry keyed by the file's real path is the one piece of

@@ -4,7 +4,7 @@
 --   [6] backoff base ms, [7] backoff factor, [8] backoff cap ms, [9] jitter in [0, 1),
 --   [10] '1' to release: the consumer gives the job back without having run it to
 --   the end (a worker shutting down): ready at once and never dead; its attempts
---   still count this reservation (attempts counts reservations, DESIGN §1)
+--   still count this reservation (attempts counts reservations, docs/contract.md §1)
 -- Returns: the new state: 'delayed', 'ready' or 'dead'; or false when the lease was lost.
 -- Events: nack, or dead when attempts are used up.
 local now = now_ms()

@@ -1,4 +1,4 @@
--- put: create jobs, deduplicated on id (DESIGN §1 "put").
+-- put: create jobs, deduplicated on id (docs/contract.md §1 "put").
 -- KEYS: the shard keys (see lib/1_keys.lua).
 -- ARGV: [1] event cap, [2] replace (1/0), then one value per job: a packed
 --   '>Bi8i8hBI2' head (generated 1/0, delay_ms, run_at_ms or -1, priority, flags,

@@ -1,5 +1,5 @@
 -- reserve: reclaim expired leases, promote due jobs, lease the best `count` ready jobs
--- (priority, then due time, then put order). DESIGN §1 "reserve", §6.
+-- (priority, then due time, then put order). docs/contract.md §1 "reserve", §6.
 -- KEYS: the shard keys (see lib/1_keys.lua).
 -- ARGV: [1] event cap, [2] count, [3] ttr_ms (0: each job's own), [4] lease token
 --   (random, fresh for each call), [5] waiter token ('' when the caller will not wait)

@@ -19,7 +19,7 @@
 --   4 leased   ZSET    id, scored by lease deadline (ms)
 --   5 dead     ZSET    id, scored by time of death (ms)
 --   6 forget   ZSET    id, scored by the end of its unique_for (remembered ids)
---   7 events   STREAM  the event log of the shard (DESIGN §7)
+--   7 events   STREAM  the event log of the shard (docs/contract.md §7)
 --   8 wake     LIST    tokens for consumers blocked in BLPOP
 --   9 paused   STRING  exists while the topic is paused
 --  10 seq      STRING  put-order counter
