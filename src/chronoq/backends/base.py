@@ -4,28 +4,40 @@ coroutines).
 
 A backend receives validated, encoded input (topics checked, durations in ms,
 payloads as bytes) and owns the store's clock: every ``now`` is the store's.
-Each method is one atomic step that appends its events in that same step. The
-facades (``chronoq.Queue``, ``chronoq.aio.AsyncQueue``) add validation,
-defaults and the wait loop of ``reserve``, and nothing backend-specific.
+Each method is one atomic step that appends its events in that same step.
+Above it, each operation is defined once (``chronoq.calls``) for the four
+facades: ``Queue``, ``AsyncQueue`` and the HTTP clients.
 
 Adding an operation (a transition, say a rate limit on reserve) touches:
 
-1. ``chronoq/calls.py``: its argument checks, turning a user's arguments into
-   what the backend takes (no I/O), shared by both facades.
-2. This module: an abstract method of ``Backend`` whose docstring is the
+1. This module: an abstract method of ``Backend`` whose docstring is the
    contract, and the same as a coroutine on ``AsyncBackend``. Nothing else
    forwards it by hand: ``ThreadedBackend`` (threaded.py) and the two Redis
    drivers fill their methods in from this contract (``fill_contract``).
-3. SQLite (``sqlite/backend.py``): a method, one ``BEGIN IMMEDIATE``
-   transaction that appends its events through ``EventLog``.
-4. Redis: a generator method of ``RedisCore`` (``redis/core.py``) that yields
+2. SQLite (``sqlite/backend.py``, or its module of that concern): a method,
+   one ``BEGIN IMMEDIATE`` transaction that appends its events through
+   ``EventLog``.
+3. Redis: a generator method of ``RedisCore`` (``redis/core.py``) that yields
    its script call, and one ``redis/lua/<name>.lua`` file whose header states
    KEYS, ARGV, the reply and the events. Scripts are found by file name.
-5. The facades: a method of ``Queue`` and one of ``AsyncQueue``.
-6. The CLI (``cli/``), when people run it by hand.
+4. ``chronoq/calls/<theme>.py``: a ``Call`` subclass, the one definition of
+   the operation: its constructor is the signature (names, defaults) and
+   checks the arguments (``calls/checks.py`` holds shared checks), its
+   docstring is the operation's, and ``store`` returns the backend ``Use``
+   (or yields the steps) it takes.
+5. ``chronoq/calls/surface.py``: one line, ``name = Op(TheCall)``, in
+   ``Operations`` (every facade, the HTTP clients too) or in
+   ``StoreOperations`` (``Queue`` and ``AsyncQueue`` only; then list it with
+   its reason in ``tests/test_surface.py``). Nothing is written in the facades.
+6. Over HTTP: its requests in ``http/ops.py`` (``@_over_http(TheCall)``), its
+   route in ``server/v1_routes.py`` with a handler in ``server/v1.py`` (one
+   facade call), and its body and answer types in ``server/wire.py`` when they
+   are new; ``docs/http.md``.
+7. The CLI (``cli/``), when people run it by hand.
 
 Then a test of it in ``tests/conformance/``: it runs on every backend,
-through both facades. ``docs/architecture.md`` draws the layers.
+through both store facades; ``tests/http/test_client.py`` runs the clients.
+``docs/architecture.md`` draws the layers.
 """
 
 from __future__ import annotations
