@@ -113,7 +113,7 @@ def ref_encode_payload(payload: Any, max_bytes: int) -> bytes:
 
 
 def _ref_json(payload: Any) -> str:
-    from chronoq.job import _to_json  # unchanged: the JSON text itself is not under test
+    from chronoq.job.codec import _to_json  # unchanged: the JSON text itself is not under test
 
     return _to_json(payload)
 
@@ -434,7 +434,7 @@ def jobs() -> Iterator[Job]:
 
 
 def test_prepare_job_matches_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("chronoq.job.new_id", lambda: "GENERATED")
+    monkeypatch.setattr("chronoq.job.codec.new_id", lambda: "GENERATED")
     kinds: Counter[str] = Counter()
     for job in jobs():
         for index in (None, 7):

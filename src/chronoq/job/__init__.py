@@ -1,0 +1,68 @@
+"""The values chronoq passes around (``values``) and their validation and
+encoding (``codec``). No I/O."""
+
+from chronoq.job.codec import (
+    decode_payload,
+    duration_ms,
+    encode_payload,
+    prepare_job,
+    run_at_ms,
+    shard_of,
+)
+from chronoq.job.values import (
+    DEFAULT_MAX_PAYLOAD,
+    MAX_DURATION_S,
+    MAX_PRIORITY,
+    YEAR_10000,
+    Event,
+    EventPage,
+    Job,
+    JobInfo,
+    JobLease,
+    JobPage,
+    LogRead,
+    LogShard,
+    NewJob,
+    PutResult,
+    Reservation,
+    leases_by_topic,
+)
+from chronoq.names import (
+    ID_PATTERN,
+    NEW_ID_PATTERN,
+    TOPIC_PATTERN,
+    validate_id,
+    validate_new_id,
+    validate_topic,
+)
+
+__all__ = [
+    "DEFAULT_MAX_PAYLOAD",
+    "ID_PATTERN",
+    "MAX_DURATION_S",
+    "MAX_PRIORITY",
+    "NEW_ID_PATTERN",
+    "TOPIC_PATTERN",
+    "YEAR_10000",
+    "Event",
+    "EventPage",
+    "Job",
+    "JobInfo",
+    "JobLease",
+    "JobPage",
+    "LogRead",
+    "LogShard",
+    "NewJob",
+    "PutResult",
+    "Reservation",
+    "decode_payload",
+    "duration_ms",
+    "encode_payload",
+    "leases_by_topic",
+    "prepare_job",
+    "run_at_ms",
+    "shard_of",
+    "validate_id",
+    "validate_new_id",
+    "validate_topic",
+]
