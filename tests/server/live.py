@@ -22,7 +22,7 @@ import uvicorn
 import chronoq
 from chronoq.server import ServerSettings, create_app
 from chronoq.server.app import ChronoqApp
-from chronoq.server.byid import BYID_TOPIC
+from chronoq.server.compat.byid import BYID_TOPIC
 from chronoq.server.connections import ServerConfig
 
 from ..redis_server import free_port

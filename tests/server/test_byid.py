@@ -8,7 +8,7 @@ import asyncio
 from typing import Any
 
 import chronoq.aio
-from chronoq.server.byid import BYID_TOPIC, IdJobs
+from chronoq.server.compat.byid import BYID_TOPIC, IdJobs
 from chronoq.server.longpoll import LongPolls
 from chronoq.server.metrics import Metrics
 

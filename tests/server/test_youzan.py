@@ -18,7 +18,7 @@ import pytest
 import chronoq.aio
 from chronoq import State
 from chronoq.server import Action, Auth, ServerSettings, Token, hash_token
-from chronoq.server.byid import IdJobs
+from chronoq.server.compat.byid import IdJobs
 from chronoq.server.longpoll import LongPolls
 from chronoq.server.metrics import Metrics
 

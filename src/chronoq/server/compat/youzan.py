@@ -14,8 +14,8 @@ from msgspec import Struct
 from chronoq.errors import ChronoqError, PayloadTooLarge
 from chronoq.job import Reservation
 from chronoq.server.auth import Action, Auth
-from chronoq.server.byid import IdJobs, Refused, check_not_internal
-from chronoq.server.protocols import check_topics, refusal_text, split_topics, trim
+from chronoq.server.compat.byid import IdJobs, Refused, check_not_internal
+from chronoq.server.compat.protocols import check_topics, refusal_text, split_topics, trim
 from chronoq.server.routing import Call, Reply, Route
 from chronoq.server.settings import Limits
 
