@@ -12,7 +12,6 @@ import redis.asyncio
 
 from chronoq.backends.base import AsyncBackend, AsyncWatcher, Backend, TopicsWatcher
 from chronoq.backends.forwarding import fill_contract
-from chronoq.backends.redis.aio_link import AsyncLink
 from chronoq.backends.redis.aio_watcher import (
     AsyncRedisWatcher,
     RedisTopicsWatcher,
@@ -20,6 +19,7 @@ from chronoq.backends.redis.aio_watcher import (
     WakeLists,
 )
 from chronoq.backends.redis.core import RedisCore
+from chronoq.backends.redis.links.single_aio import AsyncLink
 from chronoq.backends.redis.operations import operation
 from chronoq.backends.redis.packing import Packed
 from chronoq.backends.redis.steps import REDIS_ERRORS, Pipeline, Steps, translated

@@ -25,7 +25,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
-from chronoq.backends.redis.aio_link import AsyncLink, is_cut
+from chronoq.backends.redis.links.single_aio import AsyncLink, is_cut
 from chronoq.backends.redis.steps import errors
 from chronoq.backends.redis.timers import TimerHolder
 from chronoq.backends.redis.watcher import blocking_pop

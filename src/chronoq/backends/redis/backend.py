@@ -18,7 +18,7 @@ from chronoq.backends.base import AsyncBackend, Backend, Watcher
 from chronoq.backends.forwarding import fill_contract
 from chronoq.backends.redis.aio_backend import AsyncRedisBackend
 from chronoq.backends.redis.core import RedisCore
-from chronoq.backends.redis.link import Link
+from chronoq.backends.redis.links.single import Link
 from chronoq.backends.redis.operations import operation
 from chronoq.backends.redis.packing import Packed
 from chronoq.backends.redis.steps import REDIS_ERRORS, Pipeline, Steps, translated
@@ -55,8 +55,8 @@ class RedisBackend(Backend):
         connect_async: Callable[[], redis.asyncio.Redis] | None = None,
         spread_slots: bool = False,
     ) -> None:
-        """``link`` makes the round trips (link.py: this thread's connection of
-        ``client``; a cluster's, cluster_link.py); ``connect_async`` opens the
+        """``link`` makes the round trips (links/single.py: this thread's connection of
+        ``client``; a cluster's, links/cluster.py); ``connect_async`` opens the
         same store on redis.asyncio (None: asyncio calls run in threads);
         ``spread_slots``: shard tags spread over the slot ring (keys.py)."""
         self.url = url

@@ -26,8 +26,8 @@ from typing import Any
 import redis
 from redis.exceptions import MovedError, ResponseError
 
-from chronoq.backends.redis.cluster_link import ClusterLink
-from chronoq.backends.redis.slotmap import Address, address_of, command_slot
+from chronoq.backends.redis.links.cluster import ClusterLink
+from chronoq.backends.redis.links.plan import Address, address_of, command_slot
 
 __all__ = ["Bells", "Party"]
 

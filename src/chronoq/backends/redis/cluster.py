@@ -1,5 +1,5 @@
 """The Redis backend on Redis Cluster (``redis+cluster://``): the operations
-of core.py, their round trips routed by slot to the primaries (cluster_link.py),
+of core.py, their round trips routed by slot to the primaries (links/cluster.py),
 and consumers woken by one bell per topic shard per process (bells.py).
 
 A topic is spread over ``shards`` hash tags (16 by default), so over the
@@ -17,11 +17,12 @@ import redis
 import redis.asyncio
 
 from chronoq.backends.base import AsyncBackend, Watcher
-from chronoq.backends.redis.aio_cluster import AsyncClusterBackend, AsyncClusterLink
+from chronoq.backends.redis.aio_cluster import AsyncClusterBackend
 from chronoq.backends.redis.backend import RedisBackend
 from chronoq.backends.redis.bells import Bells, Party
-from chronoq.backends.redis.cluster_link import ClusterLink
-from chronoq.backends.redis.slotmap import Address
+from chronoq.backends.redis.links.cluster import ClusterLink
+from chronoq.backends.redis.links.cluster_aio import AsyncClusterLink
+from chronoq.backends.redis.links.plan import Address
 from chronoq.backends.redis.steps import errors
 from chronoq.backends.redis.timers import TimerHolder
 from chronoq.backends.redis.urls import (

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from redis.crc import key_slot
 
-from chronoq.backends.redis.slotmap import SLOTS
+from chronoq.backends.redis.links.plan import SLOTS
 from chronoq.job import shard_of
 
 __all__ = [

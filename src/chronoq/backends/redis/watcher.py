@@ -23,7 +23,7 @@ from typing import Any
 import redis
 
 from chronoq.backends.base import Watcher
-from chronoq.backends.redis.link import Link
+from chronoq.backends.redis.links.single import Link
 from chronoq.backends.redis.steps import errors
 from chronoq.backends.redis.timers import TimerHolder
 

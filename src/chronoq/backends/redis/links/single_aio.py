@@ -14,7 +14,7 @@ from typing import Any
 import redis.asyncio
 from redis.exceptions import ResponseError
 
-from chronoq.backends.redis.link import readable
+from chronoq.backends.redis.links.single import readable
 from chronoq.backends.redis.packing import Packed, Wired
 
 __all__ = ["AsyncLink", "is_cut"]
