@@ -6,6 +6,7 @@ seconds apart on the same machine.
 
     .venv/bin/python bench/http/toolkit.py [--toolkits own,starlette] [--rounds 3]
                                            [--seconds 5] [--backends sqlite,redis] [--out FILE]
+    .venv/bin/python bench/http/toolkit.py --combine run1.json run2.json run3.json
 
 Each round measures, per store, every toolkit one after the other (the
 order rotating from round to round), each on a fresh server and store:
@@ -14,8 +15,10 @@ prefilled topic (run.py's pairs); each after 2 s of wrk to warm up. The
 server runs alone on CPU 1, wrk and redis-server on CPU 0. A figure per
 side: requests/s (pairs: acks/s), wrk's p50/p99, and the server's CPU
 (utime + stime) per request answered. A round's ratio is toolkit ÷ own of
-the two servers measured back to back; a run's ratio is the median over its
-rounds. See docs/benchmarks.md, "Web toolkit (issue 26)".
+two servers measured within a minute of each other, on the same store; a
+run's ratio is the median over its rounds. ``--combine`` prints the ratios
+of several runs' ``--out`` files and their median. See docs/benchmarks.md,
+"Web toolkit (issue 26)".
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ HERE = Path(__file__).resolve().parent
 TOOLKITS = ("own", "starlette", "starlette-router")
 WARM_S = 2
 CONNECTIONS = 32
+MIN_JOBS_PER_S = 8000  # prefilled for reserve + ack, per second of wrk
 
 
 @dataclass(frozen=True)
@@ -117,8 +121,11 @@ class Bench:
             put_url = f"{server.base}/v1/topics/{topic}.put/jobs"
             put, put_cpu = self.timed(server, put_url, self.put_lua)
             # a pair is two requests, each about a put's work: this many jobs outlast
-            # the warm-up and the run twice over
-            jobs = max(BATCH, math.ceil(put.rate * (WARM_S + self.seconds) * 1.2))
+            # the warm-up and the run twice over; and at least 8,000 per second, as
+            # a busy machine can slow the put more than the pairs after it (without
+            # this floor, one of the 90 in docs/benchmarks.md ran dry)
+            seconds = WARM_S + self.seconds
+            jobs = max(BATCH, math.ceil(put.rate * seconds * 1.2), MIN_JOBS_PER_S * seconds)
             run_async(prefill(server.port, f"{topic}.pairs", jobs))
             pairs_lua = self.script("pairs", pair_script(f"{topic}.pairs"))
             pairs, pairs_cpu = self.timed(server, server.base + "/", pairs_lua)
@@ -207,6 +214,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seconds", type=int, default=5, help="per measured wrk run")
     parser.add_argument("--backends", default="sqlite,redis")
     parser.add_argument("--out", type=Path, help="also write the figures as JSON here")
+    parser.add_argument(
+        "--combine", type=Path, nargs="+", help="no run: the ratios of these runs' --out files"
+    )
     args = parser.parse_args()
     args.toolkits = tuple(t.strip() for t in args.toolkits.split(",") if t.strip())
     args.backends = tuple(b.strip() for b in args.backends.split(",") if b.strip())
@@ -217,9 +227,37 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+def combine(paths: list[Path]) -> Table:
+    """Each run's ratios (median over its rounds) and their median over runs."""
+    runs = [json.loads(path.read_text()) for path in paths]
+    out = Table(title="ratio toolkit ÷ own per run (median of its rounds); median of the runs")
+    for column in ("store", "figure", "toolkit", "measure", *(p.stem for p in paths), "median"):
+        out.add_column(column, justify="right")
+    for row in runs[0]["rows"]:
+        if row["toolkit"] == "own":
+            continue
+        key = (row["store"], row["figure"], row["toolkit"])
+        for measure in ("rate_ratio", "cpu_ratio"):
+            values = [
+                next(
+                    r[measure]
+                    for r in run["rows"]
+                    if (r["store"], r["figure"], r["toolkit"]) == key
+                )
+                for run in runs
+            ]
+            cells = [f"{v:.3f}" for v in values]
+            out.add_row(*key, measure, *cells, f"{statistics.median(values):.3f}")
+    return out
+
+
 def main() -> int:
     args = parse_args()
     out = console()
+    if args.combine:
+        out.print(table_of_loads(args.combine))
+        out.print(combine(args.combine))
+        return 0
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     report: dict[str, Any] = {"command": command(), "uptime_before": uptime}
     report["machine"] = machine(starlette=_version("starlette"), uvicorn=_version("uvicorn"))
@@ -247,6 +285,17 @@ def main() -> int:
     if args.out is not None:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
     return 0
+
+
+def table_of_loads(paths: list[Path]) -> Table:
+    out = Table(title="runs")
+    for column in ("run", "uptime before", "load avg after (1, 5, 15 min)"):
+        out.add_column(column)
+    for path in paths:
+        run = json.loads(path.read_text())
+        after = ", ".join(f"{v:.2f}" for v in run["machine"]["loadavg_end"])
+        out.add_row(path.stem, run["uptime_before"], after)
+    return out
 
 
 def _version(name: str) -> str:

@@ -6,6 +6,7 @@ from each; the known differences are asserted as such."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -25,7 +26,11 @@ VARIANTS = ("own", "starlette", "starlette-router")
 SECRET = "proto-secret"
 
 
-def _serve(store: str, variant: str, settings: ServerSettings) -> tuple[uvicorn.Server, str]:
+def _serve(
+    store: str, variant: str, settings: ServerSettings | None = None
+) -> tuple[uvicorn.Server, str, Any]:
+    """A server of ``variant`` in a thread: (uvicorn's server, its URL, the app)."""
+    settings = settings or ServerSettings()
     own = create_app(store, settings=settings)
     app: Any = own if variant == "own" else starlette_app(own, lean=variant.endswith("router"))
     port = free_port()
@@ -39,7 +44,7 @@ def _serve(store: str, variant: str, settings: ServerSettings) -> tuple[uvicorn.
     while not server.started:
         assert time.monotonic() < deadline, "the test server did not start"
         time.sleep(0.01)
-    return server, f"http://127.0.0.1:{port}"
+    return server, f"http://127.0.0.1:{port}", app
 
 
 @pytest.fixture
@@ -47,8 +52,8 @@ def servers(store_url: str) -> Iterator[dict[str, str]]:
     """A server of each variant on the test's store, with a body limit of 1,000 bytes."""
     settings = ServerSettings().with_limits(max_body=1000)
     started = {variant: _serve(store_url, variant, settings) for variant in VARIANTS}
-    yield {variant: url for variant, (_, url) in started.items()}
-    for server, _ in started.values():
+    yield {variant: url for variant, (_, url, _) in started.items()}
+    for server, _, _ in started.values():
         server.should_exit = True
 
 
@@ -137,7 +142,7 @@ def test_each_variant_answers_as_the_own_dispatch(servers: dict[str, str]) -> No
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_each_variant_checks_the_token(store_url: str, variant: str) -> None:
     token = Token("p", hash_token(SECRET), ("orders.*",), frozenset({Action.PUT}))
-    server, url = _serve(store_url, variant, ServerSettings(auth=Auth([token])))
+    server, url, _ = _serve(store_url, variant, ServerSettings(auth=Auth([token])))
     try:
         with httpx.Client(base_url=url, timeout=10) as http:
             missing = http.post("/v1/topics/orders.eu/jobs", json={})
@@ -152,3 +157,32 @@ def test_each_variant_checks_the_token(store_url: str, variant: str) -> None:
     assert put.status_code == 201
     assert (other.status_code, other.json()["error"]["code"]) == (403, "forbidden")
     assert (reserve.status_code, reserve.json()["error"]["code"]) == (403, "forbidden")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_long_poll_whose_client_hangs_up_takes_no_job(store_url: str, variant: str) -> None:
+    """The hang-up watch reads the connection after Starlette's ``body()``
+    as after the own dispatch's body loop (test_longpoll.py's test)."""
+    server, url, app = _serve(store_url, variant)
+    try:
+        host, port = url.removeprefix("http://").split(":")
+        body = b'{"wait": 20, "ttr": 600}'
+        with socket.create_connection((host, int(port))) as sock:
+            sock.sendall(
+                b"POST /v1/topics/gone/reserve HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+                b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+            )  # fmt: skip
+            deadline = time.monotonic() + 10
+            while app.polls.waiting < 1:
+                assert time.monotonic() < deadline, "the long poll did not start waiting"
+                time.sleep(0.01)
+        deadline = time.monotonic() + 10
+        while app.polls.waiting:
+            assert time.monotonic() < deadline, "the hung-up long poll is still waiting"
+            time.sleep(0.01)
+        with httpx.Client(base_url=url, timeout=10) as http:
+            http.post("/v1/topics/gone/jobs", json={"id": "j", "payload": 1})
+            time.sleep(0.2)
+            assert http.get("/v1/topics/gone/jobs/j").json()["state"] == "ready"
+    finally:
+        server.should_exit = True
