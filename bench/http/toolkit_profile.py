@@ -8,7 +8,8 @@ loop. A layer's µs per request = its share of the samples × the server's
 CPU per request over the same window.
 
     .venv/bin/python bench/http/toolkit_profile.py --py-spy /tmp/pyspy/bin/py-spy
-        [--toolkits own,starlette,starlette-router] [--backends sqlite,redis] [--seconds 6]
+        [--toolkits own,starlette,starlette-router] [--backends sqlite,redis]
+        [--figures put,pairs] [--seconds 6]
 
 py-spy: ``python3 -m pip install --target /tmp/pyspy py-spy``; it samples
 without pausing the server (--nonblocking), at 250 Hz. See
