@@ -1,6 +1,6 @@
 """The web layer's own cost per request, in process: each toolkit's app
 (the own dispatch, and the Starlette prototypes of
-src/chronoq/server/starlette_app.py) driven straight through ASGI, with
+bench/http/starlette_app.py) driven straight through ASGI, with
 the store out of the way: every route's handler answers a canned reply of
 its real shape at once. What is left is the dispatch: the Host/Origin
 check, routing, the request object, the checks, the body read and decoded,
@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parent))  # starlette_app
 
 import argparse
 import cProfile
@@ -35,10 +36,10 @@ from typing import Any
 import uvloop
 from common import command, console
 from rich.table import Table
+from starlette_app import starlette_app
 
 from chronoq.server import create_app
-from chronoq.server.routing import Call, Reply, Router
-from chronoq.server.starlette_app import starlette_app
+from chronoq.server.web.routing import Call, Reply, Router
 
 TOOLKITS = ("own", "starlette", "starlette-router")
 JOB = {

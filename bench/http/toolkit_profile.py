@@ -42,7 +42,7 @@ from toolkit import Bench, toolkit_server
 # (layer, path fragments of its frames), tried in this order on each frame
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("starlette", ("starlette/",)),
-    ("prototype glue", ("server/starlette_app.py",)),
+    ("prototype glue", ("http/starlette_app.py",)),
     ("own dispatch", ("server/asgi.py", "server/routing.py", "server/problems.py")),
     ("metrics", ("prometheus_client/", "server/metrics.py")),
     ("handlers", ("server/v1.py", "server/grouped_puts.py", "server/batching.py",

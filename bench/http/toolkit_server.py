@@ -1,6 +1,6 @@
 """One ``chronoq serve`` process whose /v1 routes go through the web toolkit
 named: ``own`` (the server's own dispatch, as ``chronoq serve`` runs it) or
-the prototypes of src/chronoq/server/starlette_app.py. Every toolkit starts
+the prototypes of bench/http/starlette_app.py. Every toolkit starts
 the same way (serving.py's config: uvloop, httptools with its connection
 bounds, no access log, no server header); only uvicorn's factory differs.
 
@@ -20,8 +20,8 @@ from chronoq.server.serving import ServeOptions, Server
 
 FACTORIES = {
     "own": "chronoq.server.serving:app_from_env",
-    "starlette": "chronoq.server.starlette_app:starlette_app_from_env",
-    "starlette-router": "chronoq.server.starlette_app:router_app_from_env",
+    "starlette": "starlette_app:starlette_app_from_env",
+    "starlette-router": "starlette_app:router_app_from_env",
 }
 _OPTIONS_ENV = "CHRONOQ_SERVE_OPTIONS"  # what serving.app_from_env reads
 

@@ -24,7 +24,7 @@ import chronoq.http
 from chronoq.errors import BackendUnavailable, InvalidInput, InvalidJob, NotFound
 from chronoq.http import HTTPError
 from chronoq.server import ServerSettings
-from chronoq.server.problems import RETRY_AFTER_S
+from chronoq.server.web.problems import RETRY_AFTER_S
 
 from ..redis_server import RedisServer, redis_server_binary
 from ..server.live import LiveServer, ServeProcess, free_port, start_server

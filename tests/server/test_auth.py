@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from chronoq.server import Action, Auth, ServerSettings, Token, hash_token, load_settings
-from chronoq.server.routing import Route
+from chronoq.server.web.routing import Route
 
 from .live import LiveServer
 

@@ -11,18 +11,18 @@ import msgspec
 from chronoq.aio import AsyncQueue
 from chronoq.aio import connect as aio_connect
 from chronoq.server import wire
-from chronoq.server.asgi import App, Service
 from chronoq.server.auth import Action
 from chronoq.server.compat import compat_routes
 from chronoq.server.grouped_puts import GroupedPuts
 from chronoq.server.longpoll import LongPolls
 from chronoq.server.metrics import CONTENT_TYPE, Metrics
-from chronoq.server.openapi import openapi_document
-from chronoq.server.problems import ApiError
-from chronoq.server.routing import Call, Reply, Route, Router
 from chronoq.server.settings import ServerSettings
 from chronoq.server.ui import dashboard
 from chronoq.server.v1_routes import v1_routes
+from chronoq.server.web.asgi import App, Service
+from chronoq.server.web.openapi import openapi_document
+from chronoq.server.web.problems import ApiError
+from chronoq.server.web.routing import Call, Reply, Route, Router
 
 __all__ = ["ChronoqApp", "create_app"]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from fnmatch import fnmatchcase
 
-from chronoq.server.problems import ApiError
+from chronoq.server.web.problems import ApiError
 
 __all__ = [
     "INTERNAL_PREFIX",

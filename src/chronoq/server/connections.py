@@ -33,8 +33,8 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from chronoq.server.problems import ApiError
 from chronoq.server.settings import Limits
+from chronoq.server.web.problems import ApiError
 from chronoq.server.wire import ENCODER
 
 __all__ = ["BoundedHttp", "ServerConfig"]

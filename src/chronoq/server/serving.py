@@ -24,9 +24,9 @@ import uvicorn
 from uvicorn.supervisors import Multiprocess
 
 from chronoq.server.app import ChronoqApp, create_app
-from chronoq.server.asgi import loopback_host
 from chronoq.server.connections import ServerConfig
 from chronoq.server.settings import ConfigError, ServerSettings, load_settings
+from chronoq.server.web.asgi import loopback_host
 
 __all__ = ["ServeOptions", "Server", "app_from_env", "check_exposure", "run"]
 

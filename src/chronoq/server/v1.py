@@ -17,9 +17,9 @@ from chronoq.server.batching import Coalescer
 from chronoq.server.grouped_puts import GroupedPuts
 from chronoq.server.longpoll import LongPolls
 from chronoq.server.metrics import Metrics
-from chronoq.server.problems import ApiError
-from chronoq.server.routing import Call, Reply
 from chronoq.server.settings import Limits
+from chronoq.server.web.problems import ApiError
+from chronoq.server.web.routing import Call, Reply
 
 __all__ = ["V1"]
 

@@ -11,9 +11,9 @@ from chronoq.server.auth import Action
 from chronoq.server.grouped_puts import GroupedPuts
 from chronoq.server.longpoll import LongPolls
 from chronoq.server.metrics import Metrics
-from chronoq.server.routing import Param, Route
 from chronoq.server.settings import Limits
 from chronoq.server.v1 import V1
+from chronoq.server.web.routing import Param, Route
 
 __all__ = ["v1_routes"]
 

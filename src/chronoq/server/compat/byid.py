@@ -41,7 +41,7 @@ from chronoq.server.auth import INTERNAL_PREFIX, Action, Token, is_internal
 from chronoq.server.grouped_puts import GroupedPuts
 from chronoq.server.longpoll import LongPolls
 from chronoq.server.metrics import Metrics
-from chronoq.server.problems import ApiError
+from chronoq.server.web.problems import ApiError
 
 __all__ = [
     "BYID_TOPIC",

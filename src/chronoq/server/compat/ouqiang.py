@@ -20,9 +20,9 @@ from chronoq.errors import ChronoqError, PayloadTooLarge
 from chronoq.server.auth import Action, Auth
 from chronoq.server.compat.byid import Entry, IdJobs, Refused, check_not_internal
 from chronoq.server.compat.protocols import check_topics, refusal_text, split_topics, trim
-from chronoq.server.problems import ApiError
-from chronoq.server.routing import Call, Reply, Route
 from chronoq.server.settings import Limits
+from chronoq.server.web.problems import ApiError
+from chronoq.server.web.routing import Call, Reply, Route
 
 __all__ = ["body_text", "ouqiang_routes"]
 

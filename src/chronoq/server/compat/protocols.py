@@ -7,7 +7,7 @@ from __future__ import annotations
 from chronoq.errors import ChronoqError, InvalidInput
 from chronoq.job import validate_topic
 from chronoq.server.compat.byid import Refused, check_not_internal
-from chronoq.server.problems import from_chronoq
+from chronoq.server.web.problems import from_chronoq
 
 __all__ = ["check_topics", "refusal_text", "split_topics", "trim"]
 

@@ -12,8 +12,8 @@ from chronoq.server.compat.youzan import youzan_routes
 from chronoq.server.grouped_puts import GroupedPuts
 from chronoq.server.longpoll import LongPolls
 from chronoq.server.metrics import Metrics
-from chronoq.server.routing import Route
 from chronoq.server.settings import ServerSettings
+from chronoq.server.web.routing import Route
 
 __all__ = ["compat_routes"]
 

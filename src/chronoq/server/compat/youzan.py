@@ -16,8 +16,8 @@ from chronoq.job import Reservation
 from chronoq.server.auth import Action, Auth
 from chronoq.server.compat.byid import IdJobs, Refused, check_not_internal
 from chronoq.server.compat.protocols import check_topics, refusal_text, split_topics, trim
-from chronoq.server.routing import Call, Reply, Route
 from chronoq.server.settings import Limits
+from chronoq.server.web.routing import Call, Reply, Route
 
 __all__ = ["youzan_routes"]
 

@@ -7,12 +7,12 @@ and one small script). docs/dashboard.md describes what it shows."""
 from __future__ import annotations
 
 from chronoq.aio import AsyncQueue
-from chronoq.server.asgi import App, ASGIApp, Service
-from chronoq.server.routing import Router
 from chronoq.server.ui.assets import Assets
 from chronoq.server.ui.board import Board
 from chronoq.server.ui.guard import guard
 from chronoq.server.ui.routes import ui_routes
+from chronoq.server.web.asgi import App, ASGIApp, Service
+from chronoq.server.web.routing import Router
 
 __all__ = ["dashboard"]
 

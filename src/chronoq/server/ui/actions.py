@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 
-from chronoq.server.routing import Call, Reply
 from chronoq.server.ui.board import Board
 from chronoq.server.ui.fragments import html_reply
 from chronoq.server.ui.markup import render
+from chronoq.server.web.routing import Call, Reply
 
 __all__ = ["Actions"]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import hashlib
 from importlib import resources
 
-from chronoq.server.problems import ApiError
-from chronoq.server.routing import Call, Reply
+from chronoq.server.web.problems import ApiError
+from chronoq.server.web.routing import Call, Reply
 
 __all__ = ["Assets"]
 

@@ -4,11 +4,11 @@ event log's tail."""
 from __future__ import annotations
 
 from chronoq.aio import AsyncQueue
-from chronoq.server.asgi import Service
 from chronoq.server.auth import Action, allowed
-from chronoq.server.routing import Call
 from chronoq.server.settings import ServerSettings
 from chronoq.server.ui.activity import Activity
+from chronoq.server.web.asgi import Service
+from chronoq.server.web.routing import Call
 
 __all__ = ["Board"]
 

@@ -8,12 +8,12 @@ import time
 
 from chronoq.job import validate_id, validate_topic
 from chronoq.server.auth import Action
-from chronoq.server.routing import Call, Reply
 from chronoq.server.ui.board import Board
 from chronoq.server.ui.listing import dead_page, offset_arg, scan_state
 from chronoq.server.ui.lists import dead_list, delayed_list
 from chronoq.server.ui.markup import Html
 from chronoq.server.ui.views import job_view, topic_detail, topic_summary, topics_view
+from chronoq.server.web.routing import Call, Reply
 from chronoq.states import State
 
 __all__ = ["HTML", "Fragments", "html_reply"]

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import msgspec
 
-from chronoq.server.asgi import ASGIApp, Message, Receive, Scope, Send, header, route_path
-from chronoq.server.problems import ApiError
 from chronoq.server.settings import ServerSettings
+from chronoq.server.web.asgi import ASGIApp, Message, Receive, Scope, Send, header, route_path
+from chronoq.server.web.problems import ApiError
 
 __all__ = ["SECURITY_HEADERS", "guard"]
 

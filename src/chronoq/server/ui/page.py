@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from chronoq.errors import InvalidInput
 from chronoq.job import validate_topic
-from chronoq.server.routing import Call, Reply
 from chronoq.server.ui.assets import Assets
 from chronoq.server.ui.board import Board
 from chronoq.server.ui.fragments import html_reply
 from chronoq.server.ui.markup import Html, render, segment
 from chronoq.server.ui.views import LOAD
+from chronoq.server.web.routing import Call, Reply
 
 __all__ = ["Page"]
 

@@ -5,12 +5,12 @@ for actions); the page shell and its static files need none."""
 from __future__ import annotations
 
 from chronoq.server.auth import Action
-from chronoq.server.routing import Route
 from chronoq.server.ui.actions import Actions
 from chronoq.server.ui.assets import Assets
 from chronoq.server.ui.board import Board
 from chronoq.server.ui.fragments import Fragments
 from chronoq.server.ui.page import Page
+from chronoq.server.web.routing import Route
 
 __all__ = ["ui_routes"]
 

@@ -9,8 +9,8 @@ from typing import Any
 import msgspec
 
 from chronoq.job import ID_PATTERN, NEW_ID_PATTERN, TOPIC_PATTERN, YEAR_10000
-from chronoq.server.routing import Route
 from chronoq.server.settings import Limits
+from chronoq.server.web.routing import Route
 
 __all__ = ["openapi_document"]
 

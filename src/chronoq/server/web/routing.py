@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from chronoq.server.auth import Action, Token
-from chronoq.server.problems import ApiError
+from chronoq.server.web.problems import ApiError
 
 __all__ = ["Call", "Handler", "Param", "Reply", "Route", "Router"]
 

@@ -7,9 +7,11 @@ from each; the known differences are asserted as such."""
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,9 +20,11 @@ import uvicorn
 
 from chronoq.server import Action, Auth, ServerSettings, Token, create_app, hash_token
 from chronoq.server.connections import ServerConfig
-from chronoq.server.starlette_app import starlette_app
 
 from ..redis_server import free_port
+
+sys.path.append(str(Path(__file__).resolve().parents[2] / "bench" / "http"))
+from starlette_app import starlette_app
 
 VARIANTS = ("own", "starlette", "starlette-router")
 SECRET = "proto-secret"

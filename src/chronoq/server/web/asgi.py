@@ -19,9 +19,9 @@ import msgspec
 from chronoq.errors import ChronoqError
 from chronoq.job import validate_id, validate_topic
 from chronoq.server.auth import Action, allowed, internal_topic, is_internal
-from chronoq.server.problems import ApiError, from_chronoq, invalid_body, too_large
-from chronoq.server.routing import Call, Reply, Route, Router, query_of
 from chronoq.server.settings import ServerSettings
+from chronoq.server.web.problems import ApiError, from_chronoq, invalid_body, too_large
+from chronoq.server.web.routing import Call, Reply, Route, Router, query_of
 from chronoq.server.wire import ENCODER
 
 __all__ = ["ASGIApp", "Observer", "Receive", "Scope", "Send", "Service", "header", "route_path"]

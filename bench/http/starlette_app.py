@@ -42,10 +42,10 @@ from chronoq.errors import ChronoqError
 from chronoq.job import validate_id, validate_topic
 from chronoq.server.app import ChronoqApp
 from chronoq.server.auth import Action, allowed, internal_topic, is_internal
-from chronoq.server.problems import ApiError, from_chronoq, invalid_body
-from chronoq.server.routing import Call, Reply, Route, query_of
 from chronoq.server.serving import app_from_env
 from chronoq.server.settings import ServerSettings
+from chronoq.server.web.problems import ApiError, from_chronoq, invalid_body
+from chronoq.server.web.routing import Call, Reply, Route, query_of
 from chronoq.server.wire import ENCODER
 
 __all__ = ["ToolkitApp", "router_app_from_env", "starlette_app", "starlette_app_from_env"]
