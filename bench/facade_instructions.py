@@ -1,0 +1,72 @@
+"""Instructions per operation of the blocking facade on a SQLite file,
+counted by valgrind's callgrind: repeatable whatever else the machine does,
+so two versions of the code compare on a busy machine. Each figure is the
+count of a run of N operations minus that of a run of none (start-up and
+imports cancel out), divided by N.
+
+    python bench/facade_instructions.py [--src DIR ...] [--ops 1000]
+
+With several ``--src`` (a checkout's ``src``), each is measured in turn and
+compared with the first. Needs valgrind (Debian's package)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKLOADS = {
+    "put": "for i in range(n): q.put('t', i)",
+    "put+reserve+ack": (
+        "for i in range(n): q.put('t', i)\n"
+        "for i in range(n):\n    (job,) = q.reserve('t'); q.ack(job)"
+    ),
+    "stats": "for i in range(n): q.stats('t')",
+}
+
+
+def instructions(src: str, workload: str, n: int) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        code = (
+            "import chronoq, sys\n"
+            f"q = chronoq.connect('sqlite:///{tmp}/bench.db')\n"
+            f"n = {n}\n{WORKLOADS[workload]}\n"
+        )
+        env = {**os.environ, "PYTHONPATH": src, "PYTHONDONTWRITEBYTECODE": ""}
+        out = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg", sys.executable,
+             "-c", code],
+            env=env, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        found = re.search(r"Collected : (\d+)", out.stderr)
+        assert found, out.stderr[-2000:]
+        return int(found.group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--src", action="append", help="a checkout's src (default: this one)")
+    parser.add_argument("--ops", type=int, default=1000)
+    args = parser.parse_args()
+    sources = args.src or [str(ROOT / "src")]
+    print(f"command: python bench/facade_instructions.py {' '.join(sys.argv[1:])}")
+    print("| workload | " + " | ".join(sources) + " | ratio to the first |")
+    print("| --- |" + " ---: |" * (len(sources) + 1))
+    for workload in WORKLOADS:
+        for src in sources:  # compiled once, so that no run pays for it
+            instructions(src, workload, 0)
+        per_op = [
+            (instructions(src, workload, args.ops) - instructions(src, workload, 0)) / args.ops
+            for src in sources
+        ]
+        ratios = " / ".join(f"{value / per_op[0]:.3f}" for value in per_op[1:]) or "1"
+        print(f"| {workload} | " + " | ".join(f"{v:,.0f}" for v in per_op) + f" | {ratios} |")
+
+
+if __name__ == "__main__":
+    main()
