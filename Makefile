@@ -79,8 +79,8 @@ dist: $(VENV)/.installed-dev
 	$(BIN)/python -m build --outdir dist .
 	$(BIN)/python tests/smoke/check_dist.py dist
 
-# SMOKE_ARGS=--docs: check /docs too (once chronoq serve has it)
-SMOKE_ARGS ?=
+# --docs: check the API reference page /docs too
+SMOKE_ARGS ?= --docs
 
 ## smoke: the wheel as users install it: a new virtualenv outside the checkout, the wheel with [server,redis] (not editable), and tests/smoke/smoke.py run there, from outside the checkout
 smoke: dist system-deps
