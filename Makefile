@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: faults test-topologies run demo test test-spark lint dist smoke bench bench-peers bench-spark bench-stacks bench-http example-spark system-deps clean
+.PHONY: faults test-topologies run demo test test-spark lint dist smoke vendor-swagger-ui bench bench-peers bench-spark bench-stacks bench-http example-spark system-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -79,8 +79,8 @@ dist: $(VENV)/.installed-dev
 	$(BIN)/python -m build --outdir dist .
 	$(BIN)/python tests/smoke/check_dist.py dist
 
-# SMOKE_ARGS=--docs: check /docs too (once chronoq serve has it)
-SMOKE_ARGS ?=
+# --docs: check the API reference page /docs too
+SMOKE_ARGS ?= --docs
 
 ## smoke: the wheel as users install it: a new virtualenv outside the checkout, the wheel with [server,redis] (not editable), and tests/smoke/smoke.py run there, from outside the checkout
 smoke: dist system-deps
@@ -90,6 +90,41 @@ smoke: dist system-deps
 	"$$tmp/venv/bin/python" -m pip install -q '$(CURDIR)/$(WHEEL)[server,redis]' && \
 	cd "$$tmp" && "$$tmp/venv/bin/python" -I '$(CURDIR)/tests/smoke/smoke.py' \
 	  --checkout '$(CURDIR)' $(SMOKE_ARGS)
+
+# Swagger UI, the API reference page at /docs: the npm package swagger-ui-dist,
+# pinned by version and by the sha512 of its tarball (npm's "integrity"); only
+# the files /docs serves and the package's licence files are kept, unchanged.
+# npm runs here alone, never at build or run time. To update: set the version,
+# run the target once (it fails and prints the new tarball's integrity), check
+# the new version's licence, set the integrity, run it again, and update
+# static/README.md (tests/server/test_docs_page.py checks it against the files).
+SWAGGER_UI_VERSION   := 5.35.0
+SWAGGER_UI_INTEGRITY := sha512-U06rpMtW9V3XPGOBeamTUSr0Z09jMX4IJuANpE/EZbAhw0G8CgwrzU4YmXkn/h0wCDNsXdGarTNNHC3sU8yVUQ==
+DOCS_STATIC          := src/chronoq/server/docs_page/static
+
+## vendor-swagger-ui: fetch the pinned swagger-ui-dist from the npm registry (npm pack), check its integrity, copy the files /docs serves into src/chronoq/server/docs_page/static/
+vendor-swagger-ui:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && set -e && \
+	tarball=swagger-ui-dist-$(SWAGGER_UI_VERSION).tgz && \
+	( cd "$$tmp" && npm pack --silent 'swagger-ui-dist@$(SWAGGER_UI_VERSION)' >/dev/null ) && \
+	got=$$($(PYTHON) -c 'import base64, hashlib, sys; \
+	  print("sha512-" + base64.b64encode(hashlib.sha512(open(sys.argv[1], "rb").read()).digest()).decode())' \
+	  "$$tmp/$$tarball") && \
+	if [ "$$got" != '$(SWAGGER_UI_INTEGRITY)' ]; then \
+	  echo "vendor-swagger-ui: $$tarball has integrity $$got, not the pinned $(SWAGGER_UI_INTEGRITY):"; \
+	  echo "  check the version and its licence, then set SWAGGER_UI_INTEGRITY in the Makefile"; \
+	  exit 1; fi && \
+	tar -xzf "$$tmp/$$tarball" -C "$$tmp" package/swagger-ui-bundle.js package/swagger-ui.css \
+	  package/swagger-ui-bundle.js.LICENSE.txt package/LICENSE package/NOTICE package/package.json && \
+	grep -q '"license": "Apache-2.0"' "$$tmp/package/package.json" || \
+	  { echo "vendor-swagger-ui: the package's licence is no longer Apache-2.0: read it first"; exit 1; } && \
+	mkdir -p $(DOCS_STATIC) && \
+	cp "$$tmp/package/swagger-ui-bundle.js" "$$tmp/package/swagger-ui.css" \
+	  "$$tmp/package/swagger-ui-bundle.js.LICENSE.txt" $(DOCS_STATIC)/ && \
+	cp "$$tmp/package/LICENSE" $(DOCS_STATIC)/swagger-ui-LICENSE && \
+	cp "$$tmp/package/NOTICE" $(DOCS_STATIC)/swagger-ui-NOTICE && \
+	cd $(DOCS_STATIC) && sha256sum swagger-ui-bundle.js swagger-ui.css && \
+	echo "vendor-swagger-ui: swagger-ui-dist $(SWAGGER_UI_VERSION) is in $(DOCS_STATIC)"
 
 ## bench: the SQLite, Redis and worker benchmarks (results in docs/benchmarks.md)
 bench: $(VENV)/.installed-dev system-deps

@@ -26,7 +26,7 @@ def _banner(console: Console, store: str, host: str, port: int, root: str, tls: 
         soft_wrap=True,
         highlight=False,
     )
-    console.print(f"API  {base}/v1   docs {base}/openapi.json", soft_wrap=True)
+    console.print(f"API  {base}/v1   docs {base}/docs", soft_wrap=True)
     console.print(f"dashboard  {base}/ui/      metrics {base}/metrics", soft_wrap=True)
     console.print(
         f"try:  curl -s -X POST {base}/v1/topics/hello/jobs -H 'content-type: application/json' "

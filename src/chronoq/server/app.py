@@ -1,6 +1,6 @@
 """``create_app``: the whole service as one ASGI app — the /v1 API, the
-compatibility protocols, health, metrics, the OpenAPI document and the
-dashboard — over one ``AsyncQueue``."""
+compatibility protocols, health, metrics, the OpenAPI document, its
+reference page at /docs and the dashboard — over one ``AsyncQueue``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from chronoq.aio import connect as aio_connect
 from chronoq.server import wire
 from chronoq.server.auth import Action
 from chronoq.server.compat import compat_routes
+from chronoq.server.docs_page import docs_page
 from chronoq.server.grouped_puts import GroupedPuts
 from chronoq.server.longpoll import LongPolls
 from chronoq.server.metrics import CONTENT_TYPE, Metrics
@@ -45,7 +46,7 @@ class ChronoqApp(App):
         polls: LongPolls,
         metrics: Metrics,
     ) -> None:
-        mounts = {"/ui/": dashboard(queue, service)}
+        mounts = {"/ui/": dashboard(queue, service), "/docs/": docs_page()}
         super().__init__(service, router, mounts, observe=metrics.observe_request)
         self.queue = queue
         self.polls = polls

@@ -32,7 +32,8 @@ _SHELL = """<!doctype html>
 <script src="{js}" defer></script>
 </head>
 <body data-auth="{auth}">
-<header><h1>chronoq</h1><span class="store">{store}</span>{mode}{token}</header>
+<header><h1>chronoq</h1><span class="store">{store}</span>{mode}
+<a class="docs-link" href="../docs">API reference</a>{token}</header>
 <div id="problem" role="alert" hidden></div>
 <div id="flash" role="status" aria-live="polite"></div>
 <main>
