@@ -20,6 +20,7 @@ from chronoq.aio import AsyncQueue
 from chronoq.backends.base import AsyncBackend, Backend
 from chronoq.calls.call import Op
 from chronoq.http import AsyncClient, Client
+from chronoq.http.ops import served
 from chronoq.queue import Queue
 
 FACADES: dict[str, type[Any]] = {
@@ -85,16 +86,18 @@ def _public(cls: type[Any]) -> set[str]:
         _close(instance)
 
 
+def _op(cls: type[Any], name: str) -> Op[Any, Any] | None:
+    """The operation a facade's method is made from (``Op.as_method``)."""
+    op = getattr(inspect.getattr_static(cls, name, None), "op", None)
+    return op if isinstance(op, Op) else None
+
+
 def _operations(cls: type[Any]) -> set[str]:
-    return {
-        name for name in _public(cls) if isinstance(inspect.getattr_static(cls, name, None), Op)
-    }
+    return {name for name in _public(cls) if _op(cls, name) is not None}
 
 
 def _signature(cls: type[Any], name: str) -> inspect.Signature:
     found = inspect.getattr_static(cls, name)
-    if isinstance(found, Op):
-        return found.signature
     function = found.__func__ if isinstance(found, classmethod | staticmethod) else found
     signature = inspect.signature(function)
     return signature.replace(parameters=list(signature.parameters.values())[1:])
@@ -126,8 +129,14 @@ def test_the_common_operations_are_the_surface_defined_once() -> None:
     assert common == _operations(Client) == _operations(AsyncClient)
     assert {"put", "put_many", "reserve", "ack", "nack", "get", "stats"} <= common
     for name in common:
-        ops = {inspect.getattr_static(cls, name) for cls in FACADES.values()}
+        ops = {_op(cls, name) for cls in FACADES.values()}
         assert len(ops) == 1, f"{name} is defined more than once"
+
+
+def test_every_operation_of_the_clients_has_its_requests() -> None:
+    for name in _operations(Client):
+        op = _op(Client, name)
+        assert op is not None and isinstance(op.make, type) and served(op.make), name
 
 
 @pytest.mark.parametrize(
@@ -136,7 +145,7 @@ def test_the_common_operations_are_the_surface_defined_once() -> None:
 def test_a_name_has_the_same_parameters_and_defaults_wherever_it_is_offered(name: str) -> None:
     where = {facade: cls for facade, cls in FACADES.items() if name in _public(cls)}
     attributes = [inspect.getattr_static(cls, name, None) for cls in where.values()]
-    if not all(callable(found) or isinstance(found, Op) for found in attributes):
+    if not all(callable(found) for found in attributes):
         return  # a property or an instance's attribute
     shapes = {facade: _shape(_signature(cls, name)) for facade, cls in where.items()}
     first = next(iter(shapes.values()))
@@ -160,8 +169,31 @@ def test_asyncio_facades_answer_with_coroutines_and_blocking_ones_do_not(facade:
 
 def test_each_backend_step_of_an_operation_is_a_method_of_both_backend_contracts() -> None:
     source = "".join(path.read_text() for path in Path(inspect.getfile(Op)).parent.glob("*.py"))
-    names = set(re.findall(r'(?:[uU]se\(\s*|method = )"(\w+)"', source))
+    names = set(re.findall(r'(?:Use\(\s*|method = )"(\w+)"', source))
     assert {"put_many", "reserve", "ack_many", "schedules_mark", "release", "bury"} <= names
     for name in names:
         assert name in Backend.__abstractmethods__, name
         assert name in AsyncBackend.__abstractmethods__, name
+
+
+def test_a_subclass_overrides_an_operation_and_reaches_the_base_by_super() -> None:
+    calls: list[str] = []
+
+    class Logged(Queue):
+        def stats(self, topic: str, *, per_shard: bool = False) -> dict[str, Any]:
+            calls.append(topic)
+            return super().stats(topic, per_shard=per_shard)
+
+    with chronoq.connect("sqlite://:memory:") as plain:
+        queue = Logged(plain.backend)
+        for _ in range(3):
+            assert queue.stats("t")["total"] == 0
+        assert Queue.stats(queue, "t")["total"] == 0  # called on the class, as any method
+    assert calls == ["t", "t", "t"]  # the override each time, not a cached base method
+
+
+def test_an_operation_is_a_method_of_the_class_with_its_signature_and_doc() -> None:
+    assert inspect.signature(Queue.put).parameters["topic"].default is inspect.Parameter.empty
+    assert list(inspect.signature(Queue.put).parameters)[:2] == ["self", "topic"]
+    assert Queue.put.__doc__ == AsyncClient.put.__doc__ and Queue.put.__doc__
+    assert Queue.put.__qualname__ == "Queue.put"

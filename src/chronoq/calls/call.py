@@ -37,9 +37,8 @@ __all__ = [
     "Use",
     "Wait",
     "await_steps",
-    "done",
+    "known",
     "run_steps",
-    "use",
 ]
 
 T = TypeVar("T")
@@ -66,11 +65,7 @@ class Use:
         self.then = then
 
 
-def use(name: str, *args: Any) -> Use:
-    return Use(name, args)
-
-
-def done(result: T) -> StoreSteps[T]:
+def known(result: T) -> StoreSteps[T]:
     """Steps that take no step: the result is known without the store."""
     return result
     yield  # a generator, that never gets here
@@ -118,7 +113,7 @@ class GiveBack:
     jobs: list[Reservation]
 
 
-Step: TypeAlias = Use | Lease | Wait | Close | GiveBack
+Step: TypeAlias = Use | Wait | Close | GiveBack  # a Lease is a Use
 #: a call on a store: yields steps, is sent their answers, returns its result
 StoreSteps: TypeAlias = Generator[Step, Any, T]
 
@@ -145,15 +140,15 @@ class Call(ABC, Generic[T]):
 
 def run_steps(steps: StoreSteps[T], do: Callable[[Step], Any]) -> T:
     """Run a call's steps, each by ``do``. A step that fails is thrown into
-    the steps, so that their ``finally`` may take steps still (close a
-    watcher) before the failure goes on to the caller."""
+    the steps, so that they may take steps still (close a watcher) before
+    the failure goes on to the caller."""
     answer: Any = None
     failure: BaseException | None = None
     while True:
         try:
             step = steps.send(answer) if failure is None else steps.throw(failure)
-        except StopIteration as done:
-            result: T = done.value
+        except StopIteration as finished:
+            result: T = finished.value
             return result
         failure = None
         try:
@@ -169,12 +164,15 @@ async def await_steps(steps: StoreSteps[T], do: Callable[[Step], Awaitable[Any]]
     while True:
         try:
             step = steps.send(answer) if failure is None else steps.throw(failure)
-        except StopIteration as done:
-            result: T = done.value
+        except StopIteration as finished:
+            result: T = finished.value
             return result
         failure = None
         try:
             answer = await do(step)
+        except GeneratorExit:  # this coroutine is closed: no step can be awaited now
+            steps.close()
+            raise
         except BaseException as exc:
             failure = exc
 
@@ -183,40 +181,62 @@ async def await_steps(steps: StoreSteps[T], do: Callable[[Step], Awaitable[Any]]
 
 
 class Blocking(ABC):
-    """A facade that performs calls in the calling thread."""
+    """A facade that performs calls in the calling thread. Each ``Op`` its
+    class inherits becomes a method of the class when it is made."""
 
     @abstractmethod
     def _perform(self, call: Call[T]) -> T: ...
 
-    def _bind(self, make: Callable[..., Call[T]]) -> Callable[..., T]:
-        perform = self._perform
-
-        def method(*args: Any, **kwargs: Any) -> T:
-            return perform(make(*args, **kwargs))
-
-        return method
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, op in _declared(cls):
+            setattr(cls, name, op.as_method(_blocking(op.make), cls))
 
 
 class Awaiting(ABC):
-    """A facade that performs calls as coroutines."""
+    """A facade that performs calls as coroutines. Each ``Op`` its class
+    inherits becomes a coroutine method of the class when it is made."""
 
     @abstractmethod
     async def _perform(self, call: Call[T]) -> T: ...
 
-    def _bind(self, make: Callable[..., Call[T]]) -> Callable[..., Coroutine[Any, Any, T]]:
-        perform = self._perform
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, op in _declared(cls):
+            setattr(cls, name, op.as_method(_awaiting(op.make), cls))
 
-        async def method(*args: Any, **kwargs: Any) -> T:
-            return await perform(make(*args, **kwargs))
 
-        return method
+def _blocking(make: Callable[..., Call[Any]]) -> Callable[..., Any]:
+    def method(self: Blocking, /, *args: Any, **kwargs: Any) -> Any:
+        return self._perform(make(*args, **kwargs))
+
+    return method
+
+
+def _awaiting(make: Callable[..., Call[Any]]) -> Callable[..., Any]:
+    async def method(self: Awaiting, /, *args: Any, **kwargs: Any) -> Any:
+        return await self._perform(make(*args, **kwargs))
+
+    return method
+
+
+def _declared(cls: type) -> list[tuple[str, Op[Any, Any]]]:
+    """The operations ``cls`` inherits as ``Op`` declarations (a facade
+    class's own base, or a mixin such as ``Operations``)."""
+    found = ((name, inspect.getattr_static(cls, name, None)) for name in dir(cls))
+    return [(name, op) for name, op in found if isinstance(op, Op)]
 
 
 class Op(Generic[P, T]):
-    """An operation as a facade's method: ``queue.put(...)`` makes the call
-    (checking its arguments) and performs it; ``AsyncQueue``'s returns a
-    coroutine. The method is made once per facade object and kept in it, and
-    reads in tracebacks and ``help`` as the facade's own (``Queue.put``)."""
+    """The declaration of an operation on the facades, ``put = Op(Put)``:
+    each facade class (a ``Blocking`` or ``Awaiting`` subclass) turns it
+    into a method of its own when the class is made, which makes the call
+    (checking its arguments) and performs it; ``AsyncQueue``'s is a
+    coroutine. The method reads in tracebacks and ``help`` as the class's
+    own (``Queue.put``), with the call's parameters and docstring; ``op`` on
+    it is this declaration. The overloads of ``__get__`` are what mypy sees:
+    each facade's real signature (code typed against a mixin such as
+    ``Operations`` alone sees no method)."""
 
     def __init__(self, make: Callable[P, Call[T]]) -> None:
         self.make = make
@@ -225,6 +245,8 @@ class Op(Generic[P, T]):
         self._signature: inspect.Signature | None = None
 
     def __set_name__(self, owner: type, name: str) -> None:
+        if self.name:
+            raise TypeError(f"the operation {self.name} cannot also be named {name}")
         self.name = name
 
     @overload
@@ -239,24 +261,30 @@ class Op(Generic[P, T]):
     ) -> Callable[P, Coroutine[Any, Any, T]]: ...
 
     def __get__(self, facade: object, owner: type | None = None) -> Any:
-        if facade is None:
-            return self
-        if not isinstance(facade, Blocking | Awaiting):
+        if facade is not None:  # a facade class has a method in its place
             raise TypeError(f"{type(facade).__name__} performs no calls")
-        method: Any = facade._bind(self.make)
-        qualname = f"{type(facade).__qualname__}.{self.name}"
-        method.__code__ = method.__code__.replace(co_name=self.name, co_qualname=qualname)
-        method.__name__ = self.name
-        method.__qualname__ = qualname
-        method.__doc__ = self.__doc__
-        method.__module__ = type(facade).__module__
-        method.__signature__ = self.signature
-        vars(facade)[self.name] = method  # later lookups find it there, not here
+        return self
+
+    def as_method(self, method: Callable[..., Any], cls: type) -> Callable[..., Any]:
+        """``method`` dressed as ``cls``'s own method of this operation."""
+        qualname = f"{cls.__qualname__}.{self.name}"
+        code = method.__code__.replace(co_name=self.name, co_qualname=qualname)
+        dressed: Any = method
+        dressed.__code__ = code
+        dressed.__name__ = self.name
+        dressed.__qualname__ = qualname
+        dressed.__doc__ = self.__doc__
+        dressed.__module__ = cls.__module__
+        own = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
+        dressed.__signature__ = self.signature.replace(
+            parameters=[own, *self.signature.parameters.values()]
+        )
+        dressed.op = self
         return method
 
     @property
     def signature(self) -> inspect.Signature:
-        """The method's parameters: the call's constructor's."""
+        """The operation's parameters: the call's constructor's."""
         if self._signature is None:
             self._signature = inspect.signature(self.make).replace(
                 return_annotation=inspect.Signature.empty

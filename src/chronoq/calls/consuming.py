@@ -17,8 +17,7 @@ from chronoq.calls.call import (
     StoreSteps,
     Use,
     Wait,
-    done,
-    use,
+    known,
 )
 from chronoq.calls.checks import (
     LeaseRef,
@@ -45,7 +44,7 @@ class Reserve(Call[list[Reservation]]):
     waiting reserve is safe: no job is leased by a call that did not return.
     Over HTTP it is a long poll, answered as soon as a job is due."""
 
-    __slots__ = ("count", "topic", "ttr", "ttr_ms", "wait", "wait_s")
+    __slots__ = ("count", "topic", "ttr", "ttr_ms", "wait_s")
 
     def __init__(
         self, topic: str, count: int = 1, *, wait: float = 0.0, ttr: float | None = None
@@ -53,7 +52,6 @@ class Reserve(Call[list[Reservation]]):
         self.wait_s, self.ttr_ms = reserve_args(topic, count, wait, ttr)
         self.topic = topic
         self.count = count
-        self.wait = wait
         self.ttr = ttr
 
     def store(self, side: StoreSide) -> StoreSteps[list[Reservation]] | Use:
@@ -63,22 +61,25 @@ class Reserve(Call[list[Reservation]]):
 
     def _waiting(self) -> StoreSteps[list[Reservation]]:
         end = time.monotonic() + self.wait_s
-        watcher = yield use("watch", self.topic)
-        jobs: list[Reservation] = []
+        watcher = yield Use("watch", (self.topic,))
         try:
             while True:
-                result = yield Lease(self.topic, self.count, self.ttr_ms, watcher)
+                result: ReserveResult = yield Lease(self.topic, self.count, self.ttr_ms, watcher)
                 remaining = end - time.monotonic()
                 if result.jobs or remaining <= 0:
-                    jobs = result.jobs
-                    return jobs
+                    break
                 yield Wait(watcher, result, remaining)
-        finally:
-            try:
-                yield Close(watcher)
-            except BaseException:  # cancelled with the jobs in hand
-                yield GiveBack(jobs)
-                raise
+        except GeneratorExit:  # dropped by a driver that is going away: no more steps
+            raise
+        except BaseException:  # nothing leased yet: close, then the failure goes on
+            yield Close(watcher)
+            raise
+        try:
+            yield Close(watcher)
+        except BaseException:  # cancelled with the jobs in hand
+            yield GiveBack(result.jobs)
+            raise
+        return result.jobs
 
 
 def _jobs_of(result: ReserveResult) -> list[Reservation]:
@@ -139,7 +140,7 @@ class AckMany(Call[list[str]]):
         self.leases = leases_of(jobs)
 
     def store(self, side: StoreSide) -> StoreSteps[list[str]] | Use:
-        return Use("ack_many", (self.leases,)) if self.leases else done([])
+        return Use("ack_many", (self.leases,)) if self.leases else known([])
 
 
 class Nack(Call[State]):

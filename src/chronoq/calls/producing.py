@@ -7,7 +7,7 @@ from datetime import datetime
 from operator import itemgetter
 from typing import Any
 
-from chronoq.calls.call import Call, StoreSide, StoreSteps, Use, done
+from chronoq.calls.call import Call, StoreSide, StoreSteps, Use, known
 from chronoq.calls.checks import put_args
 from chronoq.job import Job, PutResult
 
@@ -65,5 +65,5 @@ class PutMany(Call[list[PutResult]]):
     def store(self, side: StoreSide) -> StoreSteps[list[PutResult]] | Use:
         prepared = put_args(self.topic, self.jobs, side.max_payload, True)
         if not prepared:
-            return done([])
+            return known([])
         return Use("put_many", (self.topic, prepared, self.replace))

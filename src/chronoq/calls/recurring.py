@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chronoq.calls.call import Call, StoreSide, StoreSteps, Use, use
+from chronoq.calls.call import Call, StoreSide, StoreSteps, Use
 from chronoq.job import validate_topic
 from chronoq.recurring import (
     Recurring,
@@ -53,8 +53,8 @@ class DefineRecurring(Call[Recurring]):
 
     def store(self, side: StoreSide) -> StoreSteps[Recurring]:
         spec = encode_spec(self.topic, self.name, *self.args, side.max_payload)
-        yield use("schedules_put", self.topic, self.name, spec)
-        now_ms, stored = yield use("schedules_list", self.topic)
+        yield Use("schedules_put", (self.topic, self.name, spec))
+        now_ms, stored = yield Use("schedules_list", (self.topic,))
         return find_recurring(self.topic, self.name, now_ms, stored)
 
 
@@ -67,7 +67,7 @@ class RecurringList(Call[list[Recurring]]):
         self.topic = validate_topic(topic)
 
     def store(self, side: StoreSide) -> StoreSteps[list[Recurring]]:
-        now_ms, stored = yield use("schedules_list", self.topic)
+        now_ms, stored = yield Use("schedules_list", (self.topic,))
         return recurring_list(self.topic, now_ms, stored)
 
 
@@ -97,8 +97,8 @@ class RunRecurring(Call[RecurringRun]):
         self.topic = validate_topic(topic)
 
     def store(self, side: StoreSide) -> StoreSteps[RecurringRun]:
-        plan = plan_run(self.topic, *(yield use("schedules_list", self.topic)))
-        results = (yield use("put_many", self.topic, plan.jobs, False)) if plan.jobs else []
+        plan = plan_run(self.topic, *(yield Use("schedules_list", (self.topic,))))
+        results = (yield Use("put_many", (self.topic, plan.jobs, False))) if plan.jobs else []
         for name, at_ms in plan.marks:
-            yield use("schedules_mark", self.topic, name, at_ms)
+            yield Use("schedules_mark", (self.topic, name, at_ms))
         return plan.done(results)

@@ -41,8 +41,9 @@ from chronoq.job import (
 from chronoq.states import State
 
 T = TypeVar("T")
+C = TypeVar("C", bound=Call[Any])
 
-__all__ = ["Limits", "Request", "Steps", "steps_of"]
+__all__ = ["Limits", "Request", "Steps", "served", "steps_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +90,21 @@ def steps_of(call: Call[T], limits: Limits) -> Steps[T]:
 
 
 def _over_http(
-    kind: type[Call[T]],
-) -> Callable[[Callable[[Any, Limits], Steps[T]]], Callable[[Any, Limits], Steps[T]]]:
-    def register(steps: Callable[[Any, Limits], Steps[T]]) -> Callable[[Any, Limits], Steps[T]]:
+    kind: type[C],
+) -> Callable[[Callable[[C, Limits], Steps[Any]]], Callable[[C, Limits], Steps[Any]]]:
+    """Register the requests of the calls of ``kind``: a function that takes
+    exactly that call (mypy checks it)."""
+
+    def register(steps: Callable[[C, Limits], Steps[Any]]) -> Callable[[C, Limits], Steps[Any]]:
         _STEPS[kind] = steps
         return steps
 
     return register
+
+
+def served(kind: type[Call[Any]]) -> bool:
+    """Whether the HTTP API has the calls of ``kind``."""
+    return kind in _STEPS
 
 
 def _segment(value: str) -> str:
