@@ -15,22 +15,14 @@ from __future__ import annotations
 import html
 
 from chronoq.server.docs_page.files import StaticFiles
+from chronoq.server.ui.guard import security_headers
 from chronoq.server.web.asgi import ASGIApp, Receive, Scope, Send, header, route_path
 from chronoq.server.web.problems import ApiError
 from chronoq.server.wire import ENCODER
 
 __all__ = ["SECURITY_HEADERS", "docs_page"]
 
-SECURITY_HEADERS = (
-    (
-        b"content-security-policy",
-        b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-        b"connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'",
-    ),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"x-frame-options", b"DENY"),
-)
+SECURITY_HEADERS = security_headers(b"'none'")  # the page has no form
 _JS = b"text/javascript; charset=utf-8"
 _CSS = b"text/css; charset=utf-8"
 _FILES = {
