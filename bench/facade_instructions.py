@@ -1,4 +1,4 @@
-"""Instructions per operation of the blocking facade on a SQLite file,
+"""Instructions per operation of the facades on a SQLite file,
 counted by valgrind's callgrind: repeatable whatever else the machine does,
 so two versions of the code compare on a busy machine. Each figure is the
 count of a run of N operations minus that of a run of none (start-up and
@@ -27,16 +27,31 @@ WORKLOADS = {
         "for i in range(n):\n    (job,) = q.reserve('t'); q.ack(job)"
     ),
     "stats": "for i in range(n): q.stats('t')",
+    # AsyncQueue: the same store through its threaded asyncio backend
+    "async put": "for i in range(n): await q.put('t', i)",
+    "async put+reserve+ack": (
+        "for i in range(n): await q.put('t', i)\n"
+        "for i in range(n):\n    (job,) = await q.reserve('t'); await q.ack(job)"
+    ),
 }
+
+
+def _program(workload: str, store: str, n: int) -> str:
+    body = WORKLOADS[workload]
+    if not workload.startswith("async "):
+        return f"import chronoq\nq = chronoq.connect({store!r})\nn = {n}\n{body}\n"
+    indented = "".join(f"    {line}\n" for line in body.splitlines())
+    return (
+        "import asyncio, chronoq.aio\n"
+        f"async def main():\n    q = chronoq.aio.connect({store!r})\n    n = {n}\n"
+        f"{indented}    await q.close()\n"
+        "asyncio.run(main())\n"
+    )
 
 
 def instructions(src: str, workload: str, n: int) -> int:
     with tempfile.TemporaryDirectory() as tmp:
-        code = (
-            "import chronoq, sys\n"
-            f"q = chronoq.connect('sqlite:///{tmp}/bench.db')\n"
-            f"n = {n}\n{WORKLOADS[workload]}\n"
-        )
+        code = _program(workload, f"sqlite:///{tmp}/bench.db", n)
         env = {**os.environ, "PYTHONPATH": src, "PYTHONDONTWRITEBYTECODE": ""}
         out = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg", sys.executable,
