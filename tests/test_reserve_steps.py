@@ -4,13 +4,16 @@ failure are given back rather than left leased until their ttr runs out."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 
 import pytest
 
 import chronoq
+import chronoq.aio
 from chronoq import State
-from chronoq.backends.base import Watcher
+from chronoq.backends.base import AsyncWatcher, Watcher
 
 
 class Failing(Watcher):
@@ -67,3 +70,41 @@ def test_a_failed_wait_closes_the_watcher_and_leases_nothing(tmp_path: Any) -> N
         job = queue.get("t", "a")
         assert job is not None and job.state is State.DELAYED
         assert made[0].closed
+
+
+def test_a_closed_waiting_async_reserve_closes_its_watcher(tmp_path: Any) -> None:
+    """A pending reserve's coroutine closed rather than cancelled (a task
+    dropped with its loop): no step may be awaited, yet the watcher closes."""
+    closed: list[AsyncWatcher] = []
+
+    async def scenario() -> int:
+        queue = chronoq.aio.connect(f"sqlite:///{tmp_path / 'q.db'}")
+        store_watch = queue.backend.watch
+
+        async def watch(topic: str) -> AsyncWatcher:
+            watcher = await store_watch(topic)
+            store_close = watcher.close
+
+            async def close() -> None:
+                closed.append(watcher)
+                await store_close()
+
+            watcher.close = close  # type: ignore[method-assign]
+            made.append(watcher)
+            return watcher
+
+        made: list[AsyncWatcher] = []
+        queue.backend.watch = watch  # type: ignore[method-assign]
+        reserving = asyncio.ensure_future(queue.reserve("t", wait=30))
+        while not made:  # until the reserve waits
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        reserving.get_coro().close()  # type: ignore[union-attr]
+        reserving.cancel()  # the task, with its coroutine gone
+        with contextlib.suppress(asyncio.CancelledError, RuntimeError):
+            await reserving
+        await queue.close()
+        return len(made)
+
+    assert asyncio.run(scenario()) == 1
+    assert len(closed) == 1

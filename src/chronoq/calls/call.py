@@ -14,6 +14,7 @@ constructor's parameters and the call's result (``Op.__get__``).
 from __future__ import annotations
 
 import inspect
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+logger = logging.getLogger("chronoq")
 P = ParamSpec("P")
 
 
@@ -171,10 +173,39 @@ async def await_steps(steps: StoreSteps[T], do: Callable[[Step], Awaitable[Any]]
         try:
             answer = await do(step)
         except GeneratorExit:  # this coroutine is closed: no step can be awaited now
-            steps.close()
+            _wind_up(steps, do)
             raise
         except BaseException as exc:
             failure = exc
+
+
+def _wind_up(steps: StoreSteps[Any], do: Callable[[Step], Awaitable[Any]]) -> None:
+    """The last steps of a call whose coroutine is closed (a pending task
+    dropped): the steps hear the GeneratorExit and may still take steps (a
+    watcher's ``Close``), each run only as far as it goes without waiting,
+    since a closed coroutine may not suspend. What they raise has nobody
+    left to reach."""
+    try:
+        step = steps.throw(GeneratorExit())
+        while True:
+            step = steps.send(_without_waiting(do(step)))
+    except (Exception, GeneratorExit) as exc:
+        if not isinstance(exc, StopIteration | GeneratorExit):
+            logger.debug("a closed call's last steps failed: %r", exc)
+    finally:
+        steps.close()
+
+
+def _without_waiting(awaitable: Awaitable[Any]) -> Any:
+    """Run ``awaitable`` to its end if it gets there without suspending;
+    otherwise drop it and raise GeneratorExit."""
+    running = awaitable.__await__()
+    try:
+        running.send(None)
+    except StopIteration as done:
+        return done.value
+    running.close()
+    raise GeneratorExit
 
 
 # -- the facades -------------------------------------------------------------------------

@@ -69,9 +69,9 @@ class Reserve(Call[list[Reservation]]):
                 if result.jobs or remaining <= 0:
                     break
                 yield Wait(watcher, result, remaining)
-        except GeneratorExit:  # dropped by a driver that is going away: no more steps
-            raise
-        except BaseException:  # nothing leased yet: close, then the failure goes on
+        except (
+            BaseException
+        ):  # nothing leased yet (or a closed coroutine's wind-up): close, then the failure goes on
             yield Close(watcher)
             raise
         try:
