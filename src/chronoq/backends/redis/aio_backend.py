@@ -63,13 +63,19 @@ class AsyncRedisBackend(AsyncBackend):
                 "loop (chronoq.aio.connect inside it), and close it there"
             )
 
-    async def _drive(self, steps: Steps[T]) -> T:
-        """Run an operation of the core: make each round trip it asks for."""
+    async def _drive(self, steps: Steps[T], *, decode_off_loop: bool = False) -> T:
+        """Run an operation of the core: make each round trip it asks for.
+        With ``decode_off_loop``, the core reads each reply in a thread."""
         self._check_loop()
         reply: Any = None
         try:
             while True:
-                request = steps.send(reply)
+                if decode_off_loop:
+                    finished, request = await asyncio.to_thread(_advance, steps, reply)
+                    if finished:
+                        return cast(T, request)
+                else:
+                    request = steps.send(reply)
                 if type(request) is Packed:
                     reply = await self._link.roundtrip(request)
                 elif isinstance(request, Pipeline):
@@ -131,11 +137,27 @@ class AsyncRedisBackend(AsyncBackend):
             self._owner.close()
 
 
+# Bulk reads decode thousands of records per reply (the dashboard's log tail
+# and page scans, export): in a thread, so that the loop goes on serving and
+# a waiting consumer still gets its job within milliseconds.
+_BULK_READS = frozenset({"jobs", "log_read", "events", "dead"})
+
+
+def _advance(steps: Steps[Any], reply: Any) -> tuple[bool, Any]:
+    """``steps.send(reply)`` as (finished, the next request or the result):
+    a StopIteration may not cross into a future."""
+    try:
+        return False, steps.send(reply)
+    except StopIteration as done:
+        return True, done.value
+
+
 def _driven(name: str) -> Callable[..., Any]:
     op = operation(name)
+    off_loop = name in _BULK_READS
 
     async def method(self: AsyncRedisBackend, *args: Any, **kwargs: Any) -> Any:
-        return await self._drive(op(self._core, *args, **kwargs))
+        return await self._drive(op(self._core, *args, **kwargs), decode_off_loop=off_loop)
 
     return method
 
