@@ -166,18 +166,28 @@ def test_a_body_over_max_body_is_too_large_on_every_protocol(
         assert total(http, "t") == 0
 
 
-def test_the_document_lists_413_where_a_payload_is_taken(http: httpx.Client) -> None:
-    paths = http.get("/openapi.json").json()["paths"]
-    takes_payload = [
-        ("/v1/topics/{topic}/jobs", "post"),
-        ("/v1/topics/{topic}/jobs:batch", "post"),
-        ("/v1/command", "post"),
-        ("/push", "post"),
-    ]
-    for path, method in takes_payload:
-        assert "413" in paths[path][method]["responses"], path
-    assert "413" not in paths["/v1/topics/{topic}/reserve"]["post"]["responses"]
-    assert "413" not in paths["/get"]["post"]["responses"]
+def test_every_operation_that_reads_a_body_lists_413_and_answers_it(
+    serve: Callable[..., LiveServer],
+) -> None:
+    """Any body over ``limits.max_body`` is refused before its route runs:
+    the document lists 413 on each operation that reads a body, and each
+    answers it."""
+    server = serve(ServerSettings().with_limits(max_body=1000))
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        paths = http.get("/openapi.json").json()["paths"]
+        reading = [
+            (path, method)
+            for path, operations in paths.items()
+            for method in operations
+            if method != "get"
+        ]
+        assert len(reading) >= 15
+        for path, method in reading:
+            assert "413" in paths[path][method]["responses"], (method, path)
+            url = path.replace("{topic}", "t").replace("{id}", "j").replace("{name}", "n")
+            answer = http.request(method, url, content=b" " * 1001)
+            assert answer.status_code == 413, (method, path, answer.text)
+        assert "413" not in paths["/v1/topics/{topic}/jobs/{id}"]["get"]["responses"]
 
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

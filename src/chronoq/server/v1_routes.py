@@ -55,6 +55,8 @@ def v1_routes(
         **extra: Any,
     ) -> Route:
         answers = {200: answer, **(errors or _ERRORS)}
+        if method != "GET":  # the server reads its body: one over limits.max_body is refused
+            answers[413] = wire.ErrorBody
         return Route(method, path, handler, summary, action, body, answers, tag=tag, **extra)
 
     return [

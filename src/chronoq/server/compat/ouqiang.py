@@ -252,8 +252,8 @@ def ouqiang_routes(jobs: IdJobs, auth: Auth, limits: Limits) -> list[Route]:
             summary,
             action,
             Any,  # any bytes: what is not a body ouqiang takes is answered code 1
-            # a push's body over the store's max_payload: 413 (it carries a payload)
-            {200: answer, **errors, **({413: OuqiangAnswer} if path == "/push" else {})},
+            # 413: a body over limits.max_body, or a push's payload over max_payload
+            {200: answer, **errors, 413: OuqiangAnswer},
             tag="ouqiang",
             long_poll=path == "/pop",
             # POST alone, as ouqiang's README says; /pop holds for pop_wait
