@@ -197,3 +197,19 @@ def test_an_operation_is_a_method_of_the_class_with_its_signature_and_doc() -> N
     assert list(inspect.signature(Queue.put).parameters)[:2] == ["self", "topic"]
     assert Queue.put.__doc__ == AsyncClient.put.__doc__ and Queue.put.__doc__
     assert Queue.put.__qualname__ == "Queue.put"
+
+
+@pytest.mark.parametrize("facade", FACADES)
+def test_each_operation_binds_its_arguments_to_its_own_parameters(facade: str) -> None:
+    """The signatures compared above are the calls'; this checks that each
+    facade's method really binds its arguments to them: a keyword the
+    operation lacks is a TypeError, raised before anything is sent."""
+    instance = _instance(facade)
+    try:
+        for name in _operations(FACADES[facade]):
+            with pytest.raises(TypeError, match="no_such_parameter|takes no arguments"):
+                answer = getattr(instance, name)(no_such_parameter=1)
+                if inspect.iscoroutine(answer):
+                    asyncio.run(answer)
+    finally:
+        _close(instance)
