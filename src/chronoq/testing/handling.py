@@ -22,6 +22,7 @@ from chronoq.testing.report import Outcome, Run
 from chronoq.testing.timeline import RunError
 from chronoq.worker import Bury, Retry, Worker
 from chronoq.worker.outcomes import error_of, log_outcome
+from chronoq.worker.worker import topic_backoffs
 
 __all__ = ["Caller", "Handler", "Handlers", "handle"]
 
@@ -61,23 +62,8 @@ class Handlers:
             if not callable(handler):
                 raise InvalidInput(f"the handler of topic {topic!r} is not callable: {handler!r}")
         if backoff is not None:
-            backoffs = _backoffs(backoff, by_topic)
+            backoffs = topic_backoffs(backoff, by_topic)
         return cls(by_topic, backoffs)
-
-
-def _backoffs(backoff: object, topics: Mapping[str, Handler]) -> dict[str, Backoff]:
-    if isinstance(backoff, Backoff):
-        return dict.fromkeys(topics, backoff)
-    if not isinstance(backoff, Mapping):
-        raise InvalidInput(
-            f"backoff must be a Backoff or a mapping of topic to Backoff, got {backoff!r}"
-        )
-    for topic, value in backoff.items():
-        if topic not in topics:
-            raise InvalidInput(f"backoff names topic {topic!r}, which has no handler")
-        if not isinstance(value, Backoff):
-            raise InvalidInput(f"the backoff of topic {topic!r} is not a Backoff: {value!r}")
-    return dict(backoff)
 
 
 class Caller:

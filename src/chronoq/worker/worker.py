@@ -107,7 +107,7 @@ class Worker:
             queue=self.queue,
             handlers=MappingProxyType(handlers),
             is_async=MappingProxyType({t: _is_coroutine_function(h) for t, h in handlers.items()}),
-            backoffs=MappingProxyType(_backoffs(self._backoff, handlers)),
+            backoffs=MappingProxyType(topic_backoffs(self._backoff, handlers)),
             concurrency=self.concurrency,
             grace=self.grace,
             batch=self.batch,
@@ -181,13 +181,24 @@ class Worker:
             await self._task
 
 
-def _backoffs(
-    backoff: Backoff | Mapping[str, Backoff] | None, topics: Mapping[str, Any]
-) -> dict[str, Backoff]:
-    """Each topic's own backoff (a topic left out nacks with the queue's)."""
+def topic_backoffs(backoff: object, topics: Mapping[str, Any]) -> dict[str, Backoff]:
+    """Each topic's own backoff, from one ``Backoff`` for every topic or a
+    mapping of topic to ``Backoff`` (a topic left out nacks with the
+    queue's), checked against the ``topics`` handled."""
+    if backoff is None:
+        return {}
     if isinstance(backoff, Backoff):
         return dict.fromkeys(topics, backoff)
-    return dict(backoff or {})
+    if not isinstance(backoff, Mapping):
+        raise InvalidInput(
+            f"backoff must be a Backoff or a mapping of topic to Backoff, got {backoff!r}"
+        )
+    for topic, value in backoff.items():
+        if topic not in topics:
+            raise InvalidInput(f"backoff names topic {topic!r}, which has no handler")
+        if not isinstance(value, Backoff):
+            raise InvalidInput(f"the backoff of topic {topic!r} is not a Backoff: {value!r}")
+    return dict(backoff)
 
 
 def _check_handlers(handlers: object) -> None:
@@ -209,17 +220,7 @@ def _check_options(
             raise InvalidInput(f"{name} must be at most {most}, got {value!r}")
     if isinstance(grace, bool) or not isinstance(grace, int | float) or not grace >= 0:
         raise InvalidInput(f"grace must be seconds >= 0, got {grace!r}")
-    if backoff is None or isinstance(backoff, Backoff):
-        return
-    if not isinstance(backoff, Mapping):
-        raise InvalidInput(
-            f"backoff must be a Backoff or a mapping of topic to Backoff, got {backoff!r}"
-        )
-    for topic, value in backoff.items():
-        if topic not in topics:
-            raise InvalidInput(f"backoff names topic {topic!r}, which has no handler")
-        if not isinstance(value, Backoff):
-            raise InvalidInput(f"the backoff of topic {topic!r} is not a Backoff: {value!r}")
+    topic_backoffs(backoff, topics)
 
 
 def _is_coroutine_function(handler: Handler) -> bool:
