@@ -61,11 +61,15 @@ def dead_list(topic: str, page: Page, offset: int, count: int, acts: bool) -> st
     base = f"topics/{segment(topic)}/dead"
     rows = [_dead_row(job, acts) for job in page.jobs]
     everything = (
-        Button(
-            "Requeue all", f"{base}/requeue", confirm=f"Requeue all {count} dead jobs of {topic}?"
-        )
+        [
+            Button(
+                "Requeue all",
+                f"{base}/requeue",
+                confirm=f"Requeue all {count} dead jobs of {topic}?",
+            )
+        ]
         if acts and count
-        else None
+        else []
     )
     where = f"{offset + 1}–{offset + len(rows)} of {count}" if rows else ""
     return render(

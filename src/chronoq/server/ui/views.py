@@ -52,7 +52,7 @@ class TopicRow:
     put: int
     acked: int
     due: str
-    button: Button | None
+    buttons: list[Button]
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class Summary:
     topic: str
     counts: list[tuple[str, int]]
     paused: bool
-    button: Button | None
+    buttons: list[Button]
     lag: Lag
 
 
@@ -77,11 +77,11 @@ class JobBody:
     buttons: list[Button]
 
 
-def _pause_button(topic: str, paused: bool, acts: bool) -> Button | None:
+def _pause_buttons(topic: str, paused: bool, acts: bool) -> list[Button]:
     if not acts:
-        return None
+        return []
     base = f"topics/{segment(topic)}"
-    return Button("Resume", f"{base}/resume") if paused else Button("Pause", f"{base}/pause")
+    return [Button("Resume", f"{base}/resume") if paused else Button("Pause", f"{base}/pause")]
 
 
 def _topic_row(topic: str, stats: dict[str, Any], view: TopicView, acts: bool) -> TopicRow:
@@ -96,7 +96,7 @@ def _topic_row(topic: str, stats: dict[str, Any], view: TopicView, acts: bool) -
         put=sum(view.puts),
         acked=sum(view.acks),
         due=ago(stats.get("next_due_at")),
-        button=_pause_button(topic, paused, acts),
+        buttons=_pause_buttons(topic, paused, acts),
     )
 
 
@@ -149,7 +149,7 @@ def summary_of(topic: str, stats: dict[str, Any], view: TopicView, acts: bool) -
         topic=topic,
         counts=[(state, stats.get(state, 0)) for state in STATES],
         paused=paused,
-        button=_pause_button(topic, paused, acts),
+        buttons=_pause_buttons(topic, paused, acts),
         lag=lag_panel(view.lags, view.lags_since_ms, "this topic"),
     )
 
