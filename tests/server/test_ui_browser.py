@@ -173,6 +173,35 @@ def test_act_from_the_page(browser: WebDriver, server: LiveServer, queue: chrono
     assert state(queue, "orders", "xss") == "ready"
 
 
+def test_hostile_values_stay_text_in_the_page(
+    browser: WebDriver, server: LiveServer, queue: chronoq.Queue
+) -> None:
+    """Ids, payloads and errors holding tags, an attribute break-out and
+    template syntax show as text: the DOM gains no element or handler."""
+    job_id = "\"'><img/src=x/onerror=alert(1)>{{7*7}}"
+    queue.put("orders", {"note": "<script>alert(2)</script>{{7*7}}"}, id=job_id, delay=3600)
+    queue.put("orders", 1, id="<script>alert(3)</script>", priority=1000)
+    [job] = queue.reserve("orders")
+    queue.bury(job, error="\"'><img src=x onerror=alert(4)>")
+    browser.get(f"{server.url}/ui/?topic=orders")
+    text_of(browser, "#delayed", job_id)
+    text_of(browser, "#dead", "<script>alert(3)</script>")
+    text_of(browser, "#dead", "\"'><img src=x onerror=alert(4)>")
+    css(browser, '#lookup input[name="id"]').send_keys(job_id)  # its topic is the page's
+    click(browser, '#lookup button[type="submit"]')
+    text_of(browser, "#job-view pre.payload", "<script>alert(2)</script>{{7*7}}")
+    text_of(browser, "#job-view h3", job_id)
+    made = browser.execute_script(
+        "return [document.querySelectorAll('img').length,"
+        " [...document.scripts].filter((s) => !s.src).length,"
+        " [...document.querySelectorAll('*')].filter("
+        "   (e) => [...e.attributes].some((a) => a.name.startsWith('on'))).length]"
+    )
+    assert made == [0, 0, 0]
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text  # noqa: B018 - reading it is the check
+
+
 READER = "reader-token"
 
 

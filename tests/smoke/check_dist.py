@@ -1,6 +1,6 @@
 """What `make dist` built, checked before anyone installs it: the wheel holds
 every file of the packages pyproject names (the .lua library, schema.sql,
-py.typed, the dashboard's static files, pyspark_chronoq) and nothing else; the
+py.typed, the dashboard's static files and templates, pyspark_chronoq) and nothing else; the
 sdist holds the sources, tests and docs a packager builds and tests from, and
 none of a checkout's leftovers (virtualenvs, caches, node_modules, databases).
 The wheel itself was built from the sdist (`python -m build`), which shows the
@@ -30,6 +30,18 @@ MUST_HAVE = (
     "chronoq/server/ui/static/htmx.min.js",
     "chronoq/server/ui/static/dashboard.css",
     "chronoq/server/ui/static/dashboard.js",
+    "chronoq/server/ui/templates/base.html",
+    "chronoq/server/ui/templates/charts.svg",
+    "chronoq/server/ui/templates/dead.html",
+    "chronoq/server/ui/templates/delayed.html",
+    "chronoq/server/ui/templates/flash.html",
+    "chronoq/server/ui/templates/job.html",
+    "chronoq/server/ui/templates/lag.html",
+    "chronoq/server/ui/templates/macros.html",
+    "chronoq/server/ui/templates/page.html",
+    "chronoq/server/ui/templates/summary.html",
+    "chronoq/server/ui/templates/topic.html",
+    "chronoq/server/ui/templates/topics.html",
     "pyspark_chronoq/__init__.py",
 )
 

@@ -9,9 +9,10 @@ It checks: chronoq comes from the virtualenv's site-packages, not from the
 checkout; a put, a delayed put, reserve and ack on SQLite and on a private
 redis-server (a free loopback port, never 6379); the Lua library Redis runs is
 the installed .lua files; the installed ``chronoq serve`` answers /healthz, the
-dashboard /ui/ with its static files, /openapi.json and a put and reserve over
-HTTP; with ``--docs``, also the API reference page /docs (``chronoq serve``
-gains it in issue 26; the Makefile passes ``--docs`` from then on).
+dashboard /ui/ with its static files, /openapi.json, a put and reserve over
+HTTP, and the dashboard's fragments of that topic (its installed templates);
+with ``--docs``, also the API reference page /docs (``chronoq serve`` gains it
+in issue 26; the Makefile passes ``--docs`` from then on).
 
 Not a pytest module: pytest would import the checkout's chronoq. Every process
 it starts is stopped on the way out, on a failure or SIGTERM too."""
@@ -264,6 +265,19 @@ def check_page(base: str, path: str) -> None:
     print(f"smoke: {path} and its {len(assets)} scripts and stylesheets answer 200")
 
 
+def check_fragments(base: str) -> None:
+    """The dashboard's fragments, drawn by the installed templates."""
+    for path, wanted in [
+        ("/ui/topics", 'data-topic="smoke"'),
+        ("/ui/topics/smoke", 'id="summary"'),
+        ("/ui/job?topic=smoke&id=over-http", 'id="job-view"'),
+    ]:
+        status, kind, text = fetch(base + path)
+        expect(status == 200 and kind.startswith("text/html"), f"{path}: {status} {kind}")
+        expect(wanted in text, f"{path} lacks {wanted}: {text[:300]!r}")
+    print("smoke: the dashboard's fragments answer from the installed templates")
+
+
 def check_json(base: str, path: str, body: Any = None, status: int = 200) -> Any:
     answered, kind, text = fetch(base + path, body)
     expect(answered == status, f"{path}: {answered} (not {status}) {text[:300]}")
@@ -282,6 +296,7 @@ def check_serve(base: str, docs: bool) -> None:
     reserved = check_json(base, "/v1/topics/smoke/reserve", {"wait": START_TIMEOUT_S})
     ids = [job["id"] for job in reserved["jobs"]]
     expect(ids == ["over-http"], f"the reserve over HTTP answered {reserved}")
+    check_fragments(base)
     if docs:
         check_page(base, "/docs")
 

@@ -11,7 +11,7 @@ import logging
 
 from chronoq.server.ui.board import Board
 from chronoq.server.ui.fragments import html_reply
-from chronoq.server.ui.markup import render
+from chronoq.server.ui.templates import render
 from chronoq.server.web.routing import Call, Reply
 
 __all__ = ["Actions"]
@@ -24,10 +24,7 @@ _CHANGED = (b"hx-trigger", b'{"chronoq-changed":{"target":"body"}}')
 
 
 def _done(message: str, ok: bool = True) -> Reply:
-    markup = render(
-        '<span class="{kind}">{message}</span>', kind="ok" if ok else "warn", message=message
-    )
-    return html_reply(markup, _CHANGED)
+    return html_reply(render("flash.html", message=message, ok=ok), _CHANGED)
 
 
 class Actions:

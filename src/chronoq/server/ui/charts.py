@@ -1,15 +1,23 @@
-"""The dashboard's two charts as inline SVG: a throughput sparkline and a
-hand-over lag histogram. Inline SVG needs no script and no image route, and
-is drawn with attributes only (no style attributes: the page's CSP allows
-no inline style)."""
+"""The geometry of the dashboard's two charts: a throughput sparkline and a
+hand-over lag histogram. templates/charts.svg draws them as inline SVG,
+which needs no script and no image route, with attributes only (no style
+attributes: the page's CSP allows no inline style)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from chronoq.server.ui.markup import Html, join, render
-
-__all__ = ["LAG_EDGES_MS", "lag_buckets", "lag_histogram", "percentile", "sparkline"]
+__all__ = [
+    "LAG_EDGES_MS",
+    "Bar",
+    "Histogram",
+    "Spark",
+    "lag_buckets",
+    "lag_histogram",
+    "percentile",
+    "sparkline",
+]
 
 #: upper bounds (ms, exclusive) of the lag histogram's buckets; the last is open
 LAG_EDGES_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 30_000)
@@ -27,7 +35,18 @@ def _points(counts: Sequence[int], top: int) -> str:
     )
 
 
-def sparkline(puts: Sequence[int], acks: Sequence[int], bucket_s: float) -> Html:
+@dataclass(frozen=True)
+class Spark:
+    """A sparkline: two polylines' points in a ``width`` × ``height`` box."""
+
+    width: int
+    height: int
+    title: str
+    puts: str
+    acks: str
+
+
+def sparkline(puts: Sequence[int], acks: Sequence[int], bucket_s: float) -> Spark:
     """Jobs put and acked per bucket of ``bucket_s`` seconds, oldest first.
     The last bucket, still filling, is counted in the totals but not drawn:
     drawn, it would show every rate falling at the right edge."""
@@ -39,17 +58,7 @@ def sparkline(puts: Sequence[int], acks: Sequence[int], bucket_s: float) -> Html
         f"last {window:.0f}s in {bucket_s:.0f}s steps: {sum(puts)} put, {sum(acks)} acked; "
         f"busiest step {busiest}"
     )
-    return render(
-        '<svg class="spark" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" '
-        'aria-label="{title}"><title>{title}</title>'
-        '<polyline class="spark-put" fill="none" stroke-width="3" points="{put}"/>'
-        '<polyline class="spark-ack" fill="none" stroke-width="1.5" points="{ack}"/></svg>',
-        w=_SPARK_W,
-        h=_SPARK_H,
-        title=title,
-        put=_points(drawn_puts, top),
-        ack=_points(drawn_acks, top),
-    )
+    return Spark(_SPARK_W, _SPARK_H, title, _points(drawn_puts, top), _points(drawn_acks, top))
 
 
 def _label(low: int, high: int | None) -> str:
@@ -85,43 +94,38 @@ def percentile(ordered: Sequence[int], fraction: float) -> int:
 _BAR_W, _BAR_GAP, _PLOT_H, _LABEL_H = 40, 6, 110, 34
 
 
-def lag_histogram(lags: Sequence[int]) -> Html:
+@dataclass(frozen=True)
+class Bar:
+    """One bucket's bar: its range, its count, and where they are drawn."""
+
+    label: str
+    count: int
+    x: int
+    y: int
+    height: int
+    middle: int  # of the bar, where its count and its label are centred
+    count_y: int
+
+
+@dataclass(frozen=True)
+class Histogram:
+    width: int
+    height: int
+    count: int  # lags counted
+    bars: list[Bar]
+    bar_width: int = _BAR_W
+    label_y: int = _PLOT_H + 16
+
+
+def lag_histogram(lags: Sequence[int]) -> Histogram:
     """A bar per lag bucket (ms), its count above it, its range below."""
     buckets = lag_buckets(lags)
     top = max([n for _, n in buckets] + [1])
-    width = len(buckets) * (_BAR_W + _BAR_GAP)
-    height = _PLOT_H + _LABEL_H
     bars = []
     for i, (label, n) in enumerate(buckets):
         x = i * (_BAR_W + _BAR_GAP)
         bar_h = round((_PLOT_H - 16) * n / top)
-        bars.append(
-            render(
-                "<g><title>{label} ms: {n}</title>"
-                '<rect class="bar" x="{x}" y="{y}" width="{bw}" height="{bh}"/>'
-                '<text class="count" x="{cx}" y="{ty}" text-anchor="middle">{shown}</text>'
-                '<text class="axis" x="{cx}" y="{ly}" text-anchor="middle">{label}</text></g>',
-                label=label,
-                unit="" if label.endswith("s") else " ms",
-                n=n,
-                x=x,
-                y=_PLOT_H - bar_h,
-                bw=_BAR_W,
-                bh=bar_h,
-                cx=x + _BAR_W // 2,
-                ty=_PLOT_H - bar_h - 4,
-                shown=n if n else "",
-                ly=_PLOT_H + 16,
-            )
-        )
-    return render(
-        '<svg class="hist" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" '
-        'aria-label="hand-over lag histogram"><title>hand-over lag (ms) of {count} reserves'
-        '</title>{bars}<text class="axis" x="{w}" y="{uy}" text-anchor="end">'
-        "ms, or s where marked</text></svg>",
-        w=width,
-        h=height,
-        count=len(lags),
-        bars=join(bars),
-        uy=height - 2,
-    )
+        y = _PLOT_H - bar_h
+        bars.append(Bar(label, n, x, y, bar_h, x + _BAR_W // 2, y - 4))
+    width = len(buckets) * (_BAR_W + _BAR_GAP)
+    return Histogram(width, _PLOT_H + _LABEL_H, len(lags), bars)

@@ -11,8 +11,14 @@ from chronoq.server.auth import Action
 from chronoq.server.ui.board import Board
 from chronoq.server.ui.listing import dead_page, offset_arg, scan_state
 from chronoq.server.ui.lists import dead_list, delayed_list
-from chronoq.server.ui.markup import Html
-from chronoq.server.ui.views import job_view, topic_detail, topic_summary, topics_view
+from chronoq.server.ui.views import (
+    Summary,
+    job_view,
+    summary_of,
+    topic_detail,
+    topic_summary,
+    topics_view,
+)
 from chronoq.server.web.routing import Call, Reply
 from chronoq.states import State
 
@@ -22,7 +28,7 @@ HTML = b"text/html; charset=utf-8"
 TOPICS_PAGE = 25
 
 
-def html_reply(markup: Html, *headers: tuple[bytes, bytes]) -> Reply:
+def html_reply(markup: str, *headers: tuple[bytes, bytes]) -> Reply:
     return Reply(200, markup.encode(), content_type=HTML, headers=headers)
 
 
@@ -42,18 +48,17 @@ class Fragments:
         acts = {topic: self.board.may_act(call, topic) for topic in shown}
         return html_reply(topics_view(rows, acts, offset, len(names), TOPICS_PAGE))
 
-    async def _summary(self, call: Call) -> tuple[str, Html]:
+    async def _summary(self, call: Call) -> Summary:
         topic = call.param("topic")
         stats = await self.queue.stats(topic)
         view = (await self.board.activity.views([topic]))[topic]
-        return topic, topic_summary(topic, stats, view, self.board.may_act(call, topic))
+        return summary_of(topic, stats, view, self.board.may_act(call, topic))
 
     async def detail(self, call: Call) -> Reply:
-        topic, summary = await self._summary(call)
-        return html_reply(topic_detail(topic, summary))
+        return html_reply(topic_detail(await self._summary(call)))
 
     async def summary(self, call: Call) -> Reply:
-        return html_reply((await self._summary(call))[1])
+        return html_reply(topic_summary(await self._summary(call)))
 
     async def dead(self, call: Call) -> Reply:
         topic = call.param("topic")

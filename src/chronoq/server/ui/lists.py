@@ -1,70 +1,84 @@
-"""A topic's dead letters and delayed jobs as HTML lists, page by page,
-with their actions (requeue, run now, delete)."""
+"""A topic's dead letters and delayed jobs, page by page, with their actions
+(requeue, run now, delete): the rows as values, drawn by dead.html and
+delayed.html."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from chronoq.job import JobInfo
+from chronoq.server.ui.formats import ago, preview, segment, url, utc
 from chronoq.server.ui.listing import PAGE, SCAN_BUDGET, Page
-from chronoq.server.ui.markup import Html, ago, join, preview, render, segment, url, utc
-from chronoq.server.ui.widgets import action, pager, table
+from chronoq.server.ui.templates import render
+from chronoq.server.ui.widgets import Button, Pager
 
 __all__ = ["dead_list", "delayed_list"]
 
 
-def _job_link(job: JobInfo) -> Html:
-    return render(
-        '<a class="job-id" href="#job" hx-get="{lookup}" hx-target="#job" '
-        'hx-swap="innerHTML">{id}</a>',
-        lookup=url("job", topic=job.topic, id=job.id),
-        id=job.id,
-    )
+@dataclass(frozen=True)
+class DeadRow:
+    id: str
+    lookup: str  # the job's view, for the lookup panel
+    attempts: int
+    error: str
+    payload: str
+    buttons: list[Button]
+
+
+@dataclass(frozen=True)
+class DelayedRow:
+    id: str
+    lookup: str
+    at: str
+    due: str
+    priority: int
+    attempts: int
+    payload: str
+    buttons: list[Button]
+
+
+def _lookup(job: JobInfo) -> str:
+    return url("job", topic=job.topic, id=job.id)
 
 
 def _base(job: JobInfo) -> str:
     return f"topics/{segment(job.topic)}/jobs/{segment(job.id)}"
 
 
-def _delete(job: JobInfo) -> Html:
-    return action("Delete", f"{_base(job)}/delete", confirm=f"Delete job {job.id}?", danger=True)
+def _delete(job: JobInfo) -> Button:
+    return Button("Delete", f"{_base(job)}/delete", confirm=f"Delete job {job.id}?", danger=True)
 
 
-def _dead_row(job: JobInfo, acts: bool) -> Html:
-    buttons = join([action("Requeue", f"{_base(job)}/requeue"), _delete(job)]) if acts else ""
-    return render(
-        '<tr data-id="{id}"><td>{link}</td><td class="num">{attempts}</td>'
-        '<td class="error">{error}</td><td><code>{payload}</code></td><td>{buttons}</td></tr>',
-        id=job.id,
-        link=_job_link(job),
-        attempts=job.attempts,
-        error=job.last_error or "–",
-        payload=preview(job.payload),
-        buttons=buttons,
+def _dead_row(job: JobInfo, acts: bool) -> DeadRow:
+    buttons = [Button("Requeue", f"{_base(job)}/requeue"), _delete(job)] if acts else []
+    return DeadRow(
+        job.id, _lookup(job), job.attempts, job.last_error or "–", preview(job.payload), buttons
     )
 
 
-def dead_list(topic: str, page: Page, offset: int, count: int, acts: bool) -> Html:
+def dead_list(topic: str, page: Page, offset: int, count: int, acts: bool) -> str:
     """Dead letters, oldest death first; requeue one or all, delete one."""
     base = f"topics/{segment(topic)}/dead"
     rows = [_dead_row(job, acts) for job in page.jobs]
     everything = (
-        action(
-            "Requeue all", f"{base}/requeue", confirm=f"Requeue all {count} dead jobs of {topic}?"
-        )
+        [
+            Button(
+                "Requeue all",
+                f"{base}/requeue",
+                confirm=f"Requeue all {count} dead jobs of {topic}?",
+            )
+        ]
         if acts and count
-        else ""
+        else []
     )
     where = f"{offset + 1}–{offset + len(rows)} of {count}" if rows else ""
     return render(
-        '<section id="dead" class="pageable" hx-get="{here}" '
-        'hx-trigger="chronoq-changed from:body" hx-swap="outerHTML">'
-        "<h3>Dead letters <small>({count})</small> {everything}</h3>{table}{pager}</section>",
+        "dead.html",
         here=url(base, offset=offset or None),
         count=count,
         everything=everything,
-        table=table(
-            "jobs", ["id", "attempts", "last error", "payload", ""], rows, "No dead letters."
-        ),
-        pager=pager(
+        jobs=rows,
+        pages=Pager(
             url(base) if offset else None,
             url(base, offset=max(offset - PAGE, 0) or None) if offset else None,
             url(base, offset=page.next) if page.next else None,
@@ -73,17 +87,14 @@ def dead_list(topic: str, page: Page, offset: int, count: int, acts: bool) -> Ht
     )
 
 
-def _delayed_row(job: JobInfo, acts: bool, now_ms: int) -> Html:
-    buttons = join([action("Run now", f"{_base(job)}/run-now"), _delete(job)]) if acts else ""
-    return render(
-        '<tr data-id="{id}"><td>{link}</td><td title="{at}">{due}</td>'
-        '<td class="num">{prio}</td><td class="num">{attempts}</td>'
-        "<td><code>{payload}</code></td><td>{buttons}</td></tr>",
+def _delayed_row(job: JobInfo, acts: bool, now_ms: int) -> DelayedRow:
+    buttons = [Button("Run now", f"{_base(job)}/run-now"), _delete(job)] if acts else []
+    return DelayedRow(
         id=job.id,
-        link=_job_link(job),
+        lookup=_lookup(job),
         at=utc(job.due_at),
         due=ago(job.due_at, now_ms),
-        prio=job.priority,
+        priority=job.priority,
         attempts=job.attempts,
         payload=preview(job.payload),
         buttons=buttons,
@@ -92,7 +103,7 @@ def _delayed_row(job: JobInfo, acts: bool, now_ms: int) -> Html:
 
 def delayed_list(
     topic: str, page: Page, cursor: str | None, count: int, acts: bool, now_ms: int
-) -> Html:
+) -> str:
     """Delayed jobs found by a bounded scan; "run now" makes one due at once."""
     base = f"topics/{segment(topic)}/delayed"
     rows = [_delayed_row(job, acts, now_ms) for job in page.jobs]
@@ -100,19 +111,12 @@ def delayed_list(
     if page.next is not None and len(rows) < PAGE and page.scanned >= SCAN_BUDGET:
         where += f" (a page reads at most {SCAN_BUDGET} jobs: next goes on)"
     return render(
-        '<section id="delayed" class="pageable" hx-get="{here}" '
-        'hx-trigger="chronoq-changed from:body" hx-swap="outerHTML">'
-        '<h3>Delayed jobs <small>({count})</small></h3><p class="note">By due time within a '
-        "page; pages follow the store's order.</p>{table}{pager}</section>",
+        "delayed.html",
         here=url(base, after=cursor),
         count=count,
-        table=table(
-            "jobs",
-            ["id", "due", "priority", "attempts", "payload", ""],
-            rows,
-            "No delayed jobs." if cursor is None else "No more delayed jobs.",
-        ),
-        pager=pager(
+        jobs=rows,
+        empty="No delayed jobs." if cursor is None else "No more delayed jobs.",
+        pages=Pager(
             url(base) if cursor else None,
             None,
             url(base, after=page.next) if page.next else None,

@@ -1,56 +1,18 @@
-"""HTML as escaped strings: ``Html`` marks text that is already markup, and
-``render`` escapes every value it puts into a template unless it is ``Html``.
-Every topic name, job id, payload and error reaches the page through here,
-so escaping is the default rather than something each view remembers."""
+"""Values as the dashboard shows them, as plain text: times, durations,
+payloads, and the relative URLs of its fragments. The templates put them
+into markup (and escape them there)."""
 
 from __future__ import annotations
 
-import html
 import json
 import time
-from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
-__all__ = [
-    "Html",
-    "ago",
-    "esc",
-    "join",
-    "payload_text",
-    "preview",
-    "render",
-    "segment",
-    "span",
-    "url",
-    "utc",
-]
+__all__ = ["ago", "payload_text", "preview", "segment", "span", "url", "utc"]
 
 _PAYLOAD_SHOWN = 16 * 1024  # characters of a payload on the page; the API has it whole
-
-
-class Html(str):
-    """Markup that is safe to put into a page as it is."""
-
-    __slots__ = ()
-
-
-def esc(value: object) -> Html:
-    """``value`` as markup: ``Html`` unchanged, anything else as escaped text."""
-    if isinstance(value, Html):
-        return value
-    return Html(html.escape(str(value), quote=True))
-
-
-def render(template: str, /, **values: object) -> Html:
-    """``template`` (``str.format`` fields, no conversions) with each value
-    escaped."""
-    return Html(template.format_map({name: esc(value) for name, value in values.items()}))
-
-
-def join(parts: Iterable[Html], sep: str = "") -> Html:
-    return Html(sep.join(esc(part) for part in parts))
 
 
 def segment(value: str) -> str:
