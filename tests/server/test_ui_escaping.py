@@ -10,6 +10,7 @@ or refused."""
 from __future__ import annotations
 
 import html
+import re
 from html.parser import HTMLParser
 from urllib.parse import quote
 
@@ -163,3 +164,15 @@ def test_the_checks_catch_what_escaping_prevents(source: str) -> None:
         parsed = Parsed(source)
         no_raw_markup("raw", source, parsed)
         shows("raw", source, parsed, value)
+
+
+def test_the_lag_bars_name_their_unit_once() -> None:
+    from chronoq.server.ui.charts import lag_histogram
+    from chronoq.server.ui.templates import _ENV
+
+    histogram = _ENV.get_template("charts.svg").module.histogram  # type: ignore[attr-defined]
+    svg = str(histogram(lag_histogram([5, 700, 1500, 20_000])))
+    titles = re.findall(r"<g><title>([^<]*)</title>", svg)
+    assert titles and all(":" in title for title in titles)
+    assert not [title for title in titles if "s ms" in title]  # "0.5–1s", not "0.5–1s ms"
+    assert any(title.endswith(" ms: 1") for title in titles)
