@@ -18,7 +18,8 @@ class Put(Call[PutResult]):
     """Put one job; due after ``delay`` seconds or at ``run_at`` (else now).
 
     An existing job with the same id is left as it is (``created=False``)
-    unless ``replace=True`` and it is not reserved. Over HTTP, a bytes
+    unless ``replace=True`` and it is not reserved. ``traceparent``: a W3C
+    trace context to keep with the job (docs/tracing.md). Over HTTP, a bytes
     payload travels base64-encoded."""
 
     __slots__ = ("job", "replace", "topic")
@@ -36,9 +37,12 @@ class Put(Call[PutResult]):
         max_attempts: int = 5,
         unique_for: float = 0.0,
         replace: bool = False,
+        traceparent: str | None = None,
     ) -> None:
         self.topic = topic
-        self.job = Job(payload, delay, run_at, id, priority, ttr, max_attempts, unique_for)
+        self.job = Job(
+            payload, delay, run_at, id, priority, ttr, max_attempts, unique_for, traceparent
+        )
         self.replace = bool(replace)
 
     def store(self, side: StoreSide) -> Use:

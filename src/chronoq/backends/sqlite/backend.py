@@ -28,7 +28,8 @@ __all__ = ["SQLiteBackend"]
 
 _JOB_SQL = (
     "INSERT INTO jobs (topic, id, state, at, due_at, priority, payload, ttr_ms, max_attempts, "
-    "attempts, created_at, unique_for_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)"
+    "attempts, created_at, unique_for_ms, traceparent) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)"
 )
 _PUT_EVENTS_SQL = (
     "INSERT INTO events (ts_ms, topic, id, event, attempt, due_at, priority) "
@@ -118,6 +119,7 @@ class SQLiteBackend(SQLiteLeases, SQLiteSchedules, SQLiteBulkReads, Backend):
                     job.max_attempts,
                     now,
                     job.unique_for_ms,
+                    job.traceparent,
                 )
                 results.append(PutResult(job.id, True, due))
             if replaced:
