@@ -1,13 +1,13 @@
 """OpenTelemetry tracing (docs/tracing.md): the only module that imports
 ``opentelemetry``, and only when it is installed (the ``otel`` extra).
 
-Off unless a tracer provider is set: ``active()`` says whether one is, and
-it is asked once per put, per handler run and per request, so it is a read
-of the API's global (``opentelemetry.trace._TRACER_PROVIDER``, None until
-``set_tracer_provider``), not ``get_tracer_provider()``, which looks in
-``os.environ`` on each call while none is set: that look was most of the
-+3.2% a put cost with tracing off in a first attempt. A provider set after
-a ``Queue`` was made is seen by its next put.
+Off unless a tracer provider is set: ``active()`` says whether one is. It
+is asked once per put, per handler run and per request, so it reads the
+API's global (``opentelemetry.trace._TRACER_PROVIDER``, None until
+``set_tracer_provider``) rather than calling ``get_tracer_provider()``,
+which looks in ``os.environ`` on every call while none is set; a put reads
+it inline (``api``). A provider set after a ``Queue`` was made is seen by
+its next put, and by a worker's next job.
 
 The spans follow OpenTelemetry's messaging conventions: a put is a
 PRODUCER span (``put <topic>``; one for a ``put_many``, whose jobs all get
@@ -19,8 +19,9 @@ SERVER span (``<method> <route>``) continuing the caller's trace.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from types import SimpleNamespace
 from typing import Any
 
 from chronoq.job import NewJob, PutResult, Reservation
@@ -30,6 +31,7 @@ __all__ = [
     "Producing",
     "Serving",
     "active",
+    "api",
     "available",
     "outgoing_headers",
     "put_span",
@@ -57,33 +59,35 @@ def available() -> bool:
     return _trace is not None
 
 
-def _never() -> bool:
-    return False
+class _Switch:
+    """``api`` in an API release without the global: asks the API each time."""
+
+    @property
+    def _TRACER_PROVIDER(self) -> object | None:  # the name of the API's global
+        assert _trace is not None
+        provider = _trace.get_tracer_provider()
+        return None if isinstance(provider, _trace.ProxyTracerProvider) else provider
 
 
-def _set_globally() -> Callable[[], bool]:
-    """The cheapest correct check of a tracer provider being set."""
-    if _trace is None:
-        return _never
-    module: Any = _trace
-    if not hasattr(module, "_TRACER_PROVIDER"):  # pragma: no cover - another API release
-        proxy = _trace.ProxyTracerProvider
-
-        def asked() -> bool:
-            return not isinstance(_trace.get_tracer_provider(), proxy)
-
-        return asked
-    if OTEL_PYTHON_TRACER_PROVIDER in os.environ:  # the API loads that one when first asked
-        return lambda: True
-
-    def read() -> bool:
-        return module._TRACER_PROVIDER is not None
-
-    return read
+def _api() -> Any:
+    if _trace is None:  # never on
+        return SimpleNamespace(_TRACER_PROVIDER=None)
+    if OTEL_PYTHON_TRACER_PROVIDER in os.environ:  # on: the API loads it when first asked
+        return SimpleNamespace(_TRACER_PROVIDER=True)
+    if not hasattr(_trace, "_TRACER_PROVIDER"):  # pragma: no cover - another API release
+        return _Switch()
+    return _trace
 
 
-#: whether spans are made: a tracer provider is set (see the module's docstring)
-active: Callable[[], bool] = _set_globally()
+#: ``api._TRACER_PROVIDER is not None`` says whether a tracer provider is set:
+#: a put reads it inline (calls/producing.py), where a call of ``active``
+#: was 0.6% of a put on SQLite (docs/benchmarks.md, "Tracing off: A/B")
+api: Any = _api()
+
+
+def active() -> bool:
+    """Whether spans are made: a tracer provider is set (see the module's docstring)."""
+    return api._TRACER_PROVIDER is not None
 
 
 def _tracer() -> Any:

@@ -83,3 +83,15 @@ def test_a_bad_trace_context_is_refused(queue: Any, topic: str, bad: Any) -> Non
     with pytest.raises(InvalidJob, match="job #1"):
         queue.put_many(topic, [Job(1), Job(2, traceparent=bad)])
     assert queue.stats(topic)["ready"] == 0
+
+
+def test_an_id_twice_in_one_batch_keeps_the_context_of_the_job_kept(queue: Any, topic: str) -> None:
+    queue.put_many(
+        topic,
+        [Job(1, id="twice", traceparent=TRACE), Job(2, id="twice"), Job(3, id="once")],
+        replace=True,
+    )
+    assert queue.get(topic, "twice").payload == 2
+    assert queue.get(topic, "twice").traceparent is None
+    queue.put_many(topic, [Job(4, id="again"), Job(5, id="again", traceparent=OTHER)], replace=True)
+    assert (queue.get(topic, "again").payload, queue.get(topic, "again").traceparent) == (5, OTHER)
