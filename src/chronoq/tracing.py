@@ -18,7 +18,9 @@ SERVER span (``<method> <route>``) continuing the caller's trace.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from types import SimpleNamespace
@@ -27,6 +29,7 @@ from typing import Any
 from chronoq.job import NewJob, PutResult, Reservation
 
 __all__ = [
+    "TRACE_MODULE",
     "Processing",
     "Producing",
     "Serving",
@@ -40,13 +43,16 @@ __all__ = [
     "traceparent_of",
 ]
 
-try:
-    from opentelemetry import context as _context
-    from opentelemetry import propagate as _propagate
-    from opentelemetry import trace as _trace
-    from opentelemetry.environment_variables import OTEL_PYTHON_TRACER_PROVIDER
-except ImportError:  # pragma: no cover - exercised by the test run without the extra
-    _trace = None  # type: ignore[assignment]
+#: the API's module that holds the global provider: none can be set before it is imported
+TRACE_MODULE = "opentelemetry.trace"
+_ENV = "OTEL_PYTHON_TRACER_PROVIDER"  # a provider the API loads when first asked for one
+_installed = importlib.util.find_spec("opentelemetry") is not None
+# the API's modules, imported by _load when the application imported the API
+# (chronoq does not import it for a process that never does: it costs every
+# put some 900 instructions more, docs/benchmarks.md "Tracing off: A/B")
+_trace: Any = None
+_context: Any = None
+_propagate: Any = None
 
 SYSTEM = "chronoq"
 # what instrumentations set to keep spans of theirs from being made (for one
@@ -56,42 +62,57 @@ _QUIET = "suppress_instrumentation"
 
 def available() -> bool:
     """Whether the OpenTelemetry API is installed (spans may be turned on)."""
-    return _trace is not None
+    return _installed
 
 
-class _Switch:
+class _Unseen:
+    """``api`` before ``_load``: asks whether the application imported the API."""
+
+    @property
+    def _TRACER_PROVIDER(self) -> object | None:  # the name of the API's global
+        if TRACE_MODULE not in sys.modules:
+            return None
+        provider: object | None = _load()._TRACER_PROVIDER
+        return provider
+
+
+class _Asking:
     """``api`` in an API release without the global: asks the API each time."""
 
     @property
     def _TRACER_PROVIDER(self) -> object | None:  # the name of the API's global
-        assert _trace is not None
         provider = _trace.get_tracer_provider()
         return None if isinstance(provider, _trace.ProxyTracerProvider) else provider
 
 
-def _api() -> Any:
-    if _trace is None:  # never on
-        return SimpleNamespace(_TRACER_PROVIDER=None)
-    if OTEL_PYTHON_TRACER_PROVIDER in os.environ:  # on: the API loads it when first asked
-        return SimpleNamespace(_TRACER_PROVIDER=True)
-    if not hasattr(_trace, "_TRACER_PROVIDER"):  # pragma: no cover - another API release
-        return _Switch()
-    return _trace
+def _load() -> Any:
+    """Import the API's modules; ``api`` becomes its module of the global."""
+    global _trace, _context, _propagate, api
+    from opentelemetry import context, propagate, trace
+
+    _trace, _context, _propagate = trace, context, propagate
+    if _ENV in os.environ:
+        trace.get_tracer_provider()  # loads it now: the global is read from here on
+    api = trace if hasattr(trace, "_TRACER_PROVIDER") else _Asking()
+    return api
 
 
-#: ``api._TRACER_PROVIDER is not None`` says whether a tracer provider is set:
-#: a put reads it inline (calls/producing.py), where a call of ``active``
-#: was 0.6% of a put on SQLite (docs/benchmarks.md, "Tracing off: A/B")
-api: Any = _api()
+#: ``TRACE_MODULE in sys.modules and api._TRACER_PROVIDER is not None`` says
+#: whether a tracer provider is set: a put reads it inline (calls/producing.py),
+#: where a call of ``active`` was 0.6% of a put on SQLite
+api: Any = _Unseen() if _installed else SimpleNamespace(_TRACER_PROVIDER=None)
+if _installed and _ENV in os.environ:
+    _load()
 
 
 def active() -> bool:
     """Whether spans are made: a tracer provider is set (see the module's docstring)."""
-    return api._TRACER_PROVIDER is not None
+    return TRACE_MODULE in sys.modules and api._TRACER_PROVIDER is not None
 
 
 def _tracer() -> Any:
-    assert _trace is not None
+    if _trace is None:
+        _load()
     return _trace.get_tracer("chronoq")
 
 

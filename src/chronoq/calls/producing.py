@@ -4,6 +4,7 @@ with the jobs; off, it is the one backend call it always was."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from datetime import datetime
 from operator import itemgetter
@@ -16,7 +17,8 @@ from chronoq.job import Job, PutResult
 
 __all__ = ["Put", "PutMany"]
 
-_otel = tracing.api
+_modules = sys.modules
+_TRACE = tracing.TRACE_MODULE
 
 
 class Put(Call[PutResult]):
@@ -51,7 +53,7 @@ class Put(Call[PutResult]):
         self.replace = bool(replace)
 
     def store(self, side: StoreSide) -> StoreSteps[PutResult] | Use:
-        if _otel._TRACER_PROVIDER is not None:  # tracing.active(), inline: once per put
+        if _TRACE in _modules and tracing.api._TRACER_PROVIDER is not None:  # tracing.active()
             return _one(_traced(self.topic, [self.job], side, self.replace, False))
         prepared = put_args(self.topic, [self.job], side.max_payload, False)
         return Use("put_many", (self.topic, prepared, self.replace), itemgetter(0))
@@ -74,7 +76,7 @@ class PutMany(Call[list[PutResult]]):
         self.replace = bool(replace)
 
     def store(self, side: StoreSide) -> StoreSteps[list[PutResult]] | Use:
-        if _otel._TRACER_PROVIDER is not None and self.jobs:
+        if _TRACE in _modules and tracing.api._TRACER_PROVIDER is not None and self.jobs:
             return _traced(self.topic, self.jobs, side, self.replace, True)
         prepared = put_args(self.topic, self.jobs, side.max_payload, True)
         if not prepared:
