@@ -4,10 +4,14 @@ so two versions of the code compare on a busy machine. Each figure is the
 count of a run of N operations minus that of a run of none (start-up and
 imports cancel out), divided by N.
 
-    python bench/facade_instructions.py [--src DIR ...] [--ops 1000]
+    python bench/facade_instructions.py [--src DIR ...] [--ops 1000] [--setup CODE]
 
 With several ``--src`` (a checkout's ``src``), each is measured in turn and
-compared with the first. Needs valgrind (Debian's package)."""
+compared with the first. ``--setup``: Python run first in each process
+(``"import opentelemetry.trace"``: the application imported the tracing
+API). Hash randomization is off (PYTHONHASHSEED=0): with it, two runs of
+one version differed by up to 0.6%, without it by 0.03%. Needs valgrind
+(Debian's package)."""
 
 from __future__ import annotations
 
@@ -30,14 +34,20 @@ WORKLOADS = {
 }
 
 
-def instructions(src: str, workload: str, n: int) -> int:
+def instructions(src: str, workload: str, n: int, setup: str = "") -> int:
     with tempfile.TemporaryDirectory() as tmp:
         code = (
+            f"{setup}\n"
             "import chronoq, sys\n"
             f"q = chronoq.connect('sqlite:///{tmp}/bench.db')\n"
             f"n = {n}\n{WORKLOADS[workload]}\n"
         )
-        env = {**os.environ, "PYTHONPATH": src, "PYTHONDONTWRITEBYTECODE": ""}
+        env = {
+            **os.environ,
+            "PYTHONPATH": src,
+            "PYTHONDONTWRITEBYTECODE": "",
+            "PYTHONHASHSEED": "0",
+        }
         out = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg", sys.executable,
              "-c", code],
@@ -52,6 +62,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--src", action="append", help="a checkout's src (default: this one)")
     parser.add_argument("--ops", type=int, default=1000)
+    parser.add_argument("--setup", default="", help="Python run first in each process")
     args = parser.parse_args()
     sources = args.src or [str(ROOT / "src")]
     print(f"command: python bench/facade_instructions.py {' '.join(sys.argv[1:])}")
@@ -59,9 +70,13 @@ def main() -> None:
     print("| --- |" + " ---: |" * (len(sources) + 1))
     for workload in WORKLOADS:
         for src in sources:  # compiled once, so that no run pays for it
-            instructions(src, workload, 0)
+            instructions(src, workload, 0, args.setup)
         per_op = [
-            (instructions(src, workload, args.ops) - instructions(src, workload, 0)) / args.ops
+            (
+                instructions(src, workload, args.ops, args.setup)
+                - instructions(src, workload, 0, args.setup)
+            )
+            / args.ops
             for src in sources
         ]
         ratios = " / ".join(f"{value / per_op[0]:.3f}" for value in per_op[1:]) or "1"

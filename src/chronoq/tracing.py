@@ -47,12 +47,10 @@ __all__ = [
 TRACE_MODULE = "opentelemetry.trace"
 _ENV = "OTEL_PYTHON_TRACER_PROVIDER"  # a provider the API loads when first asked for one
 _installed = importlib.util.find_spec("opentelemetry") is not None
-# the API's modules, imported by _load when the application imported the API
-# (chronoq does not import it for a process that never does: it costs every
-# put some 900 instructions more, docs/benchmarks.md "Tracing off: A/B")
+# the API's modules, imported by _load once the application imported the API:
+# a process that never does pays neither the import nor its memory
 _trace: Any = None
 _context: Any = None
-_propagate: Any = None
 
 SYSTEM = "chronoq"
 # what instrumentations set to keep spans of theirs from being made (for one
@@ -86,11 +84,14 @@ class _Asking:
 
 
 def _load() -> Any:
-    """Import the API's modules; ``api`` becomes its module of the global."""
-    global _trace, _context, _propagate, api
-    from opentelemetry import context, propagate, trace
+    """Import the API's modules; ``api`` becomes its module of the global.
+    Not ``opentelemetry.propagate``, whose import reads every installed
+    package's entry points (15 M instructions): its users import it when
+    tracing is on (``_propagation``)."""
+    global _trace, _context, api
+    from opentelemetry import context, trace
 
-    _trace, _context, _propagate = trace, context, propagate
+    _trace, _context = trace, context
     if _ENV in os.environ:
         trace.get_tracer_provider()  # loads it now: the global is read from here on
     api = trace if hasattr(trace, "_TRACER_PROVIDER") else _Asking()
@@ -259,13 +260,19 @@ class Processing:
 # -- HTTP ------------------------------------------------------------------------------------
 
 
+def _propagation() -> Any:
+    from opentelemetry import propagate
+
+    return propagate
+
+
 def outgoing_headers() -> dict[str, str] | None:
     """The headers that carry the caller's context to the server
     (``traceparent``, by the global propagator), or None."""
     if not active():
         return None
     carrier: dict[str, str] = {}
-    _propagate.inject(carrier)
+    _propagation().inject(carrier)
     return carrier or None
 
 
@@ -297,7 +304,7 @@ def server_span(
     carrier = {name.decode("latin-1"): value.decode("latin-1") for name, value in headers}
     span = _tracer().start_span(
         method,
-        context=_propagate.extract(carrier),
+        context=_propagation().extract(carrier),
         kind=_trace.SpanKind.SERVER,
         attributes={"http.request.method": method, "url.path": path},
     )
