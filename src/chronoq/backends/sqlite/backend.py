@@ -31,7 +31,7 @@ _JOB_SQL = (
     "attempts, created_at, unique_for_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)"
 )
 # Jobs with a trace context: a put of none leaves the column out (NULL) rather
-# than binding None, which sqlite3 sends through its adapters (3,500
+# than binding None, which sqlite3 sends through its adapters (~3,000
 # instructions per put, docs/benchmarks.md "Tracing off: A/B")
 _TRACED_JOB_SQL = _JOB_SQL.replace("unique_for_ms)", "unique_for_ms, traceparent)").replace(
     "?)", "?, ?)"
