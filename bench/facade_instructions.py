@@ -4,10 +4,14 @@ so two versions of the code compare on a busy machine. Each figure is the
 count of a run of N operations minus that of a run of none (start-up and
 imports cancel out), divided by N.
 
-    python bench/facade_instructions.py [--src DIR ...] [--ops 1000]
+    python bench/facade_instructions.py [--src DIR ...] [--ops 1000] [--setup CODE]
 
 With several ``--src`` (a checkout's ``src``), each is measured in turn and
-compared with the first. Needs valgrind (Debian's package)."""
+compared with the first. ``--setup``: Python run first in each process
+(``"import opentelemetry.trace"``: the application imported the tracing
+API). Hash randomization is off (PYTHONHASHSEED=0): with it, two runs of
+one version differed by up to 0.6%, without it by 0.03%. Needs valgrind
+(Debian's package)."""
 
 from __future__ import annotations
 
@@ -36,23 +40,28 @@ WORKLOADS = {
 }
 
 
-def _program(workload: str, store: str, n: int) -> str:
+def _program(workload: str, store: str, n: int, setup: str) -> str:
     body = WORKLOADS[workload]
     if not workload.startswith("async "):
-        return f"import chronoq\nq = chronoq.connect({store!r})\nn = {n}\n{body}\n"
+        return f"{setup}\nimport chronoq\nq = chronoq.connect({store!r})\nn = {n}\n{body}\n"
     indented = "".join(f"    {line}\n" for line in body.splitlines())
     return (
-        "import asyncio, chronoq.aio\n"
+        f"{setup}\nimport asyncio, chronoq.aio\n"
         f"async def main():\n    q = chronoq.aio.connect({store!r})\n    n = {n}\n"
         f"{indented}    await q.close()\n"
         "asyncio.run(main())\n"
     )
 
 
-def instructions(src: str, workload: str, n: int) -> int:
+def instructions(src: str, workload: str, n: int, setup: str = "") -> int:
     with tempfile.TemporaryDirectory() as tmp:
-        code = _program(workload, f"sqlite:///{tmp}/bench.db", n)
-        env = {**os.environ, "PYTHONPATH": src, "PYTHONDONTWRITEBYTECODE": ""}
+        code = _program(workload, f"sqlite:///{tmp}/bench.db", n, setup)
+        env = {
+            **os.environ,
+            "PYTHONPATH": src,
+            "PYTHONDONTWRITEBYTECODE": "",
+            "PYTHONHASHSEED": "0",
+        }
         out = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg", sys.executable,
              "-c", code],
@@ -67,6 +76,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--src", action="append", help="a checkout's src (default: this one)")
     parser.add_argument("--ops", type=int, default=1000)
+    parser.add_argument("--setup", default="", help="Python run first in each process")
     args = parser.parse_args()
     sources = args.src or [str(ROOT / "src")]
     print(f"command: python bench/facade_instructions.py {' '.join(sys.argv[1:])}")
@@ -74,9 +84,13 @@ def main() -> None:
     print("| --- |" + " ---: |" * (len(sources) + 1))
     for workload in WORKLOADS:
         for src in sources:  # compiled once, so that no run pays for it
-            instructions(src, workload, 0)
+            instructions(src, workload, 0, args.setup)
         per_op = [
-            (instructions(src, workload, args.ops) - instructions(src, workload, 0)) / args.ops
+            (
+                instructions(src, workload, args.ops, args.setup)
+                - instructions(src, workload, 0, args.setup)
+            )
+            / args.ops
             for src in sources
         ]
         ratios = " / ".join(f"{value / per_op[0]:.3f}" for value in per_op[1:]) or "1"

@@ -4,6 +4,8 @@ directory; every link of the repository's Markdown stays inside it."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -31,7 +33,20 @@ def test_docs_have_examples() -> None:
 def test_example_runs(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("CHRONOQ_STORE", raising=False)
+    if code.startswith(ALONE):
+        _run_alone(code)
+        return
     exec(compile(code, "<docs example>", "exec"), {"__name__": "__docs__"})
+
+
+#: an example that changes what a process sets once (a tracer provider) runs
+#: in a process of its own, so that no other test runs with it
+ALONE = "# run alone"
+
+
+def _run_alone(code: str) -> None:
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=200)
+    assert run.returncode == 0, run.stderr
 
 
 # -- links ---------------------------------------------------------------------------

@@ -14,7 +14,15 @@ import chronoq
 from chronoq.errors import InvalidInput
 from chronoq.pipeline.datasource import EventStream
 from chronoq.pipeline.options import read_options, write_options
-from chronoq.pipeline.reading import capped, heads, plan_ranges, range_batches, starts
+from chronoq.pipeline.reading import (
+    JOBS_DDL,
+    capped,
+    heads,
+    jobs_batches,
+    plan_ranges,
+    range_batches,
+    starts,
+)
 from chronoq.pipeline.rows import RowError, plan_columns, rows_to_jobs
 from chronoq.pipeline.writing import write_batches
 
@@ -174,3 +182,26 @@ def test_payloads_follow_their_arrow_types(sqlite_url: str, tmp_path: Path) -> N
     assert (counts.created, counts.rejected) == (1, 1)
     [line] = (tmp_path / "task.jsonl").read_text().splitlines()
     assert "2030-01-01T00:00:00+00:00" in line and "delay is null" in line
+
+
+def test_a_traceparent_column_goes_with_its_jobs_and_the_jobs_read_shows_it(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    options = write_options(
+        {"store": sqlite_url, "topic": "t", "on_error": "skip"}
+        | {"errors_path": str(tmp_path / "errors")}
+    )
+    columns = plan_columns([("id", "string"), ("delay", "double"), ("traceparent", "string")], "t")
+    batch = pa.RecordBatch.from_pydict(
+        {"id": ["a", "b", "c"], "delay": [60.0] * 3, "traceparent": [trace, None, "00-bad"]}
+    )
+    counts = write_batches([batch], options, columns, "task-1")
+    assert (counts.created, counts.rejected) == (2, 1)
+    [rejects] = (tmp_path / "errors").glob("*.jsonl")
+    assert "traceparent must be" in rejects.read_text()
+    with chronoq.connect(sqlite_url) as q:
+        [read] = list(jobs_batches(q, "t", 0, None))
+    assert "traceparent string" in JOBS_DDL
+    rows = {row["id"]: row["traceparent"] for row in read.to_pylist()}
+    assert rows == {"a": trace, "b": None}

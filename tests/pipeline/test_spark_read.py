@@ -42,7 +42,14 @@ def test_a_batch_read_of_events_is_the_log(spark: Any, store_url: str, topic: st
 
 def test_a_batch_read_of_jobs_by_state(spark: Any, store_url: str, topic: str) -> None:
     with chronoq.connect(store_url) as q:
-        q.put_many(topic, [chronoq.Job({"n": n}, id=f"r{n}") for n in range(40)])
+        trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        q.put_many(
+            topic,
+            [
+                chronoq.Job({"n": n}, id=f"r{n}", traceparent=trace if n == 7 else None)
+                for n in range(40)
+            ],
+        )
         q.put_many(topic, [chronoq.Job(b"\x01", id=f"d{n}", delay=600) for n in range(25)])
         leased = q.reserve(topic, count=5)
     reader = spark.read.format("chronoq").option("store", store_url).option("what", "jobs")
@@ -50,6 +57,8 @@ def test_a_batch_read_of_jobs_by_state(spark: Any, store_url: str, topic: str) -
     assert jobs.count() == 65
     counts = {row["state"]: row["count"] for row in jobs.groupBy("state").count().collect()}
     assert counts == {"ready": 35, "reserved": 5, "delayed": 25}
+    traced = jobs.where("traceparent is not null").collect()
+    assert [(row["id"], row["traceparent"]) for row in traced] == [("r7", trace)]
     delayed = reader.option("topic", topic).option("state", "delayed").load().collect()
     assert {row["id"] for row in delayed} == {f"d{n}" for n in range(25)}
     assert all(row["payload"] is None and row["payload_bytes"] == b"\x01" for row in delayed)

@@ -9,6 +9,7 @@ from typing import Any, TypeVar, cast
 
 import httpx
 
+import chronoq.tracing as tracing
 from chronoq.calls.call import Awaiting, Call
 from chronoq.calls.surface import Operations
 from chronoq.http import ops
@@ -92,6 +93,7 @@ class AsyncClient(Awaiting, Operations):
                     request.path,
                     content=request.body,
                     params=request.params,
+                    headers=tracing.outgoing_headers(),
                     timeout=settings.timeout_of(request),
                 )
             except httpx.TransportError as exc:

@@ -9,6 +9,7 @@ from typing import Any, TypeVar, cast
 
 import httpx
 
+import chronoq.tracing as tracing
 from chronoq.calls.call import Blocking, Call
 from chronoq.calls.surface import Operations
 from chronoq.http import ops
@@ -100,6 +101,7 @@ class Client(Blocking, Operations):
                     request.path,
                     content=request.body,
                     params=request.params,
+                    headers=tracing.outgoing_headers(),
                     timeout=settings.timeout_of(request),
                 )
             except httpx.TransportError as exc:

@@ -66,6 +66,8 @@ def job_body(job: Job, index: int | None) -> dict[str, Any]:
         body["max_attempts"] = job.max_attempts
     if job.unique_for != _DEFAULT.unique_for:
         body["unique_for"] = float(job.unique_for)
+    if job.traceparent is not None:
+        body["traceparent"] = job.traceparent
     return body
 
 
@@ -115,6 +117,7 @@ def reservation(body: dict[str, Any]) -> Reservation:
         body["max_attempts"],
         float(body["ttr"]),
         body["created_at"],
+        body.get("traceparent"),
     )
 
 
@@ -133,4 +136,5 @@ def info(body: dict[str, Any]) -> JobInfo:
         body.get("last_error"),
         body.get("deadline"),
         float(body["unique_for"]),
+        body.get("traceparent"),
     )

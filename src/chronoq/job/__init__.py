@@ -8,6 +8,9 @@ from chronoq.job.codec import (
     prepare_job,
     run_at_ms,
     shard_of,
+    traceparent_from_bytes,
+    traceparent_to_bytes,
+    validate_traceparent,
 )
 from chronoq.job.values import (
     DEFAULT_MAX_PAYLOAD,
@@ -62,7 +65,10 @@ __all__ = [
     "prepare_job",
     "run_at_ms",
     "shard_of",
+    "traceparent_from_bytes",
+    "traceparent_to_bytes",
     "validate_id",
     "validate_new_id",
     "validate_topic",
+    "validate_traceparent",
 ]

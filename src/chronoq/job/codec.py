@@ -1,12 +1,14 @@
 """The checks and encodings of a job's fields: durations and due times to
-ms, payloads to bytes (compact JSON, or bytes as they are), a ``Job`` to the
-``NewJob`` a backend takes, and the shard of an id. No I/O."""
+ms, payloads to bytes (compact JSON, or bytes as they are), trace contexts
+(W3C ``traceparent``, as text or in 25 bytes), a ``Job`` to the ``NewJob`` a
+backend takes, and the shard of an id. No I/O."""
 
 from __future__ import annotations
 
 import json
 import json.scanner
 import math
+import re
 import zlib
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -32,6 +34,9 @@ __all__ = [
     "prepare_job",
     "run_at_ms",
     "shard_of",
+    "traceparent_from_bytes",
+    "traceparent_to_bytes",
+    "validate_traceparent",
 ]
 
 _BYTES_TAG = b"\x00"  # JSON text never starts with NUL, so one byte tells bytes apart
@@ -137,6 +142,31 @@ def decode_payload(data: bytes) -> Any:
     return _from_json(data.decode(), 0)[0]
 
 
+# version 00 of W3C Trace Context: lower-case hex, trace and span ids not all zero
+_TRACEPARENT = re.compile(r"00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}")
+TRACEPARENT_BYTES = 25  # trace id (16), span id (8), flags (1)
+
+
+def validate_traceparent(value: object) -> str:
+    """A W3C ``traceparent`` (version 00), as given; raises ``InvalidInput``."""
+    if type(value) is str and _TRACEPARENT.fullmatch(value):
+        return value
+    raise InvalidInput(
+        "traceparent must be a W3C trace context of version 00, "
+        f"'00-<32 hex digits>-<16 hex digits>-<2 hex digits>' in lower case, got {value!r}"
+    )
+
+
+def traceparent_to_bytes(traceparent: str) -> bytes:
+    """A checked ``traceparent`` in ``TRACEPARENT_BYTES`` (the Redis record's)."""
+    return bytes.fromhex(traceparent[3:35] + traceparent[36:52] + traceparent[53:55])
+
+
+def traceparent_from_bytes(data: bytes) -> str:
+    raw = data.hex()
+    return f"00-{raw[:32]}-{raw[32:48]}-{raw[48:50]}"
+
+
 def _check_int(value: object, name: str, low: int, high: int) -> int:
     if type(value) is int and low <= value <= high:
         return value
@@ -185,7 +215,12 @@ def prepare_job(job: Job, max_payload: int, index: int | None = None) -> NewJob:
         if type(unique_for) is not float or unique_for != default.unique_for:
             unique_ms = duration_ms(unique_for, "unique_for")
         generated = job_id is None
-        fields = (new, payload, delay_ms, at_ms, priority, ttr_ms, attempts, unique_ms, generated)
+        trace = job.traceparent
+        if trace is not None:
+            trace = validate_traceparent(trace)
+        fields = (
+            new, payload, delay_ms, at_ms, priority, ttr_ms, attempts, unique_ms, generated, trace
+        )  # fmt: skip
         return _new_job(NewJob, fields)
     except PayloadTooLarge as exc:  # encode_payload's, which knows no index
         if index is None:

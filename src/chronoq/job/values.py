@@ -40,7 +40,9 @@ MAX_DURATION_S = 10 * 365 * 24 * 3600  # ten years: beyond that it is a unit mis
 class Job:
     """A job to put. ``delay`` (seconds) and ``run_at`` (datetime, naive = UTC,
     or epoch seconds) are exclusive; neither means due now. ``id=None`` makes a
-    ULID. ``ttr`` and ``unique_for`` are seconds."""
+    ULID. ``ttr`` and ``unique_for`` are seconds. ``traceparent``: a W3C trace
+    context (``00-<trace id>-<span id>-<flags>``) kept with the job; None lets
+    a put with tracing on (docs/tracing.md) give it the put's own."""
 
     payload: Any = None
     delay: float | None = None
@@ -50,6 +52,7 @@ class Job:
     ttr: float = 30.0
     max_attempts: int = 5
     unique_for: float = 0.0
+    traceparent: str | None = None
 
 
 class NewJob(NamedTuple):
@@ -57,7 +60,8 @@ class NewJob(NamedTuple):
     ``max(run_at_ms, now)`` when ``run_at_ms`` is set, else ``now + delay_ms``,
     with ``now`` taken from the store's clock. ``generated`` says the id is a
     fresh ULID made by this process, which no stored job can have: backends
-    may skip the duplicate check for it."""
+    may skip the duplicate check for it. ``traceparent``: the job's W3C
+    trace context, checked (docs/tracing.md), or None."""
 
     id: str
     payload: bytes
@@ -68,6 +72,7 @@ class NewJob(NamedTuple):
     max_attempts: int
     unique_for_ms: int
     generated: bool = False
+    traceparent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +89,8 @@ class PutResult:
 @dataclass(frozen=True, slots=True)
 class Reservation:
     """A job leased to this consumer until ``deadline`` (ms since epoch).
-    Pass it to ``ack``, ``nack``, ``touch`` or ``bury``."""
+    Pass it to ``ack``, ``nack``, ``touch`` or ``bury``. ``traceparent``: the
+    W3C trace context stored with the job (docs/tracing.md), or None."""
 
     topic: str
     id: str
@@ -97,6 +103,7 @@ class Reservation:
     max_attempts: int
     ttr: float
     created_at: int
+    traceparent: str | None = None
 
 
 class JobLease(NamedTuple):
@@ -119,7 +126,8 @@ def leases_by_topic(leases: Iterable[JobLease]) -> dict[str, list[JobLease]]:
 
 @dataclass(frozen=True, slots=True)
 class JobInfo:
-    """A snapshot of one job, as ``get`` and ``dead`` return it."""
+    """A snapshot of one job, as ``get`` and ``dead`` return it.
+    ``traceparent``: its W3C trace context (docs/tracing.md), or None."""
 
     topic: str
     id: str
@@ -134,6 +142,7 @@ class JobInfo:
     last_error: str | None
     deadline: int | None
     unique_for: float
+    traceparent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,8 @@ __all__ = [
 JOBS_DDL = (
     "topic string, id string, state string, payload string, payload_bytes binary, "
     "due_at timestamp, priority int, ttr double, max_attempts int, attempts int, "
-    "created_at timestamp, last_error string, deadline timestamp, unique_for double"
+    "created_at timestamp, last_error string, deadline timestamp, unique_for double, "
+    "traceparent string"
 )
 _TS = pa.timestamp("us", tz="UTC")
 _JOBS_SCHEMA = pa.schema(
@@ -55,6 +56,7 @@ _JOBS_SCHEMA = pa.schema(
         ("last_error", pa.string()),
         ("deadline", _TS),
         ("unique_for", pa.float64()),
+        ("traceparent", pa.string()),
     ]
 )
 PAGE = 10_000
@@ -192,6 +194,7 @@ def _jobs_batch(jobs: list[JobInfo]) -> pa.RecordBatch:
         pa.array([job.last_error for job in jobs], pa.string()),
         ts([job.deadline for job in jobs]),
         pa.array([job.unique_for for job in jobs], pa.float64()),
+        pa.array([job.traceparent for job in jobs], pa.string()),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=_JOBS_SCHEMA)
 

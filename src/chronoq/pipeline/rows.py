@@ -35,6 +35,7 @@ JOB_COLUMNS: dict[str, frozenset[str]] = {
     "ttr": _NUMBER,
     "max_attempts": _INTEGRAL,
     "unique_for": _NUMBER,
+    "traceparent": frozenset({"string"}),  # a W3C trace context (docs/tracing.md)
 }
 _WHEN = ("delay", "run_at", "due_at")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -184,9 +185,11 @@ def rows_to_jobs(
         rows.column("ttr", None),
         rows.column("max_attempts", None),
         rows.column("unique_for", None),
+        rows.column("traceparent", None),
         strict=True,
     )
-    for n, (topic, job_id, when, raw, priority, ttr, attempts, unique_for) in enumerate(fields):
+    for n, row in enumerate(fields):
+        topic, job_id, when, raw, priority, ttr, attempts, unique_for, traceparent = row
         try:
             if job_id is None:
                 if not generate_ids:
@@ -215,6 +218,7 @@ def rows_to_jobs(
                 _DEFAULT.ttr if ttr is None else ttr,
                 _DEFAULT.max_attempts if attempts is None else attempts,
                 _DEFAULT.unique_for if unique_for is None else unique_for,
+                traceparent,
             )
         except (InvalidInput, OverflowError, ValueError, TypeError) as exc:
             error = RowError(first + n, _text(job_id), str(exc), rows.row(n))

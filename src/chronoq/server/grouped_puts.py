@@ -3,10 +3,16 @@
 (batching.py's group commit). Every protocol's single put goes this way: the
 /v1 put, and the pushes of the Youzan and ouqiang protocols with their index
 entries (byid.py); the app makes one for all of them, so a /v1 put and a
-push to one topic may share a call."""
+push to one topic may share a call. With tracing on, each put has its own
+PRODUCER span, in its request's trace, and its job that span's context: the
+group's call, made in the task of the request that came first, makes none."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+
+import chronoq.tracing as tracing
 from chronoq.aio import AsyncQueue
 from chronoq.errors import InvalidJob, PayloadTooLarge
 from chronoq.job import Job, PutResult
@@ -34,6 +40,20 @@ class GroupedPuts:
     async def put(self, topic: str, job: Job, *, replace: bool = False) -> PutResult:
         """``put_many(topic, [job], replace=replace)`` with whatever other puts
         of the topic meet it; raises ``InvalidJob`` for this job alone."""
+        span = tracing.put_span(topic, 1) if tracing.active() else None
+        if span is None:
+            return await self._put(topic, job, replace)
+        if job.traceparent is None and span.traceparent is not None:
+            job = dataclasses.replace(job, traceparent=span.traceparent)
+        try:
+            result = await self._put(topic, job, replace)
+        except BaseException as exc:
+            span.failed(exc)
+            raise
+        span.done([result])
+        return result
+
+    async def _put(self, topic: str, job: Job, replace: bool) -> PutResult:
         result = await self._groups.call((topic, replace), job)
         if isinstance(result, InvalidJob):
             raise result
@@ -51,7 +71,9 @@ class GroupedPuts:
         left = list(range(len(jobs)))
         while left:
             try:
-                done = await self.q.put_many(topic, [jobs[i] for i in left], replace=replace)
+                # each put made its own span (put): this call makes none
+                with tracing.quiet() if tracing.active() else contextlib.nullcontext():
+                    done = await self.q.put_many(topic, [jobs[i] for i in left], replace=replace)
             except InvalidJob as exc:
                 if exc.index is None:
                     raise

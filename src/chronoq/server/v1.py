@@ -44,6 +44,7 @@ def _job(spec: wire.JobSpec) -> Job:
         spec.ttr,
         int(spec.max_attempts),
         spec.unique_for,
+        spec.traceparent,
     )
 
 

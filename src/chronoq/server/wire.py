@@ -62,6 +62,13 @@ Count = Annotated[float, Meta(ge=1, multiple_of=1)]
 # openapi.py states the same rules in the document
 JobId = Annotated[str, Meta(description="1-256 printable ASCII characters, no space")]
 RunAt = Annotated[float, Meta(description="Unix time in seconds")]  # a number: no date format
+TraceParent = Annotated[
+    str,
+    Meta(
+        pattern=r"^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$",
+        description="a W3C trace context (traceparent, version 00) kept with the job",
+    ),
+]
 Base64 = Annotated[
     str,
     Meta(
@@ -85,6 +92,7 @@ class JobSpec(Struct, forbid_unknown_fields=True, omit_defaults=True):
     ttr: Lease_s = 30.0
     max_attempts: Attempts = 5
     unique_for: Seconds = 0.0
+    traceparent: TraceParent | None = None
 
 
 class PutJob(JobSpec, forbid_unknown_fields=True, omit_defaults=True):
@@ -136,6 +144,7 @@ class JobBody(Struct, omit_defaults=True):
     ttr: float
     created_at: int
     payload_b64: str | None = None
+    traceparent: str | None = None
 
 
 class ReserveResultBody(Struct):
@@ -221,6 +230,7 @@ class JobInfoBody(Struct, omit_defaults=True):
     deadline: int | None
     unique_for: float
     payload_b64: str | None = None
+    traceparent: str | None = None
 
 
 class JobList(Struct):
@@ -282,6 +292,7 @@ def reservation_body(job: Reservation) -> JobBody:
         job.ttr,
         job.created_at,
         b64,
+        job.traceparent,
     )
 
 
@@ -302,6 +313,7 @@ def info_body(info: JobInfo) -> JobInfoBody:
         info.deadline,
         info.unique_for,
         b64,
+        info.traceparent,
     )
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from chronoq.calls.checks import error_text
 from chronoq.job import Reservation, duration_ms
 
-__all__ = ["Bury", "Retry", "error_of", "job_message", "line_sink", "log_outcome"]
+__all__ = ["Bury", "Retry", "error_of", "job_message", "line_sink", "log_outcome", "outcome_of"]
 
 log = logging.getLogger("chronoq")
 
@@ -34,6 +34,16 @@ class Bury(Exception):
     def __init__(self, reason: str = "buried by its handler") -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+def outcome_of(job: Reservation, error: BaseException | None) -> str:
+    """What the worker does with a job whose handler ended with ``error``:
+    ack, bury, or a nack, which moves a job on its last attempt to dead."""
+    if error is None:
+        return "ack"
+    if isinstance(error, Bury):
+        return "bury"
+    return "dead" if job.attempts >= job.max_attempts else "retry"
 
 
 def error_of(exc: BaseException) -> str:

@@ -16,7 +16,7 @@ from chronoq.job import Reservation
 from chronoq.worker.acks import AckBatcher
 from chronoq.worker.fetching import Fetcher
 from chronoq.worker.leases import Leases
-from chronoq.worker.outcomes import Bury, log_outcome
+from chronoq.worker.outcomes import log_outcome, outcome_of
 from chronoq.worker.pause import Pause
 from chronoq.worker.settings import Counts, Handler, Settings
 from chronoq.worker.slots import LeaseRanOut, Slots
@@ -200,17 +200,12 @@ class Session:
             return
         run, ran_s = ended
         job = run.job
+        outcome = outcome_of(job, error)
         if error is None:
-            outcome = "ack"
             self.acks.add(job)
             self.counts.acked += 1
-        elif isinstance(error, Bury):
-            outcome = "bury"
-            self.spawn(self.leases.settle(job, bury=True, error=error))
-        else:
-            # the nack of a job on its last attempt moves it to dead
-            outcome = "dead" if job.attempts >= job.max_attempts else "retry"
-            self.spawn(self.leases.settle(job, bury=False, error=error))
+        else:  # a nack of a job on its last attempt moves it to dead
+            self.spawn(self.leases.settle(job, bury=outcome == "bury", error=error))
         if log.isEnabledFor(logging.INFO):
             log_outcome(job, ran_s * 1000, outcome, error)
 

@@ -34,6 +34,7 @@ from chronoq.job import validate_topic
 from chronoq.queue import Queue
 from chronoq.worker.session import Session
 from chronoq.worker.settings import Counts, Handler, Settings
+from chronoq.worker.traced import traced_handlers
 
 __all__ = ["Worker"]
 
@@ -103,10 +104,11 @@ class Worker:
     def settings(self) -> Settings:
         """What a run reads, frozen when it starts (a run never reads the Worker)."""
         handlers = dict(self.handlers)
+        is_async = {t: _is_coroutine_function(h) for t, h in handlers.items()}
         return Settings(
             queue=self.queue,
-            handlers=MappingProxyType(handlers),
-            is_async=MappingProxyType({t: _is_coroutine_function(h) for t, h in handlers.items()}),
+            handlers=MappingProxyType(traced_handlers(handlers, is_async)),
+            is_async=MappingProxyType(is_async),
             backoffs=MappingProxyType(topic_backoffs(self._backoff, handlers)),
             concurrency=self.concurrency,
             grace=self.grace,

@@ -7,7 +7,15 @@ import struct
 from typing import Any
 
 from chronoq.ids import encode as encode_ulid
-from chronoq.job import Event, JobInfo, NewJob, Reservation, decode_payload
+from chronoq.job import (
+    Event,
+    JobInfo,
+    NewJob,
+    Reservation,
+    decode_payload,
+    traceparent_from_bytes,
+    traceparent_to_bytes,
+)
 from chronoq.states import EventKind, State, lease_expired_error, observed_state
 
 __all__ = [
@@ -19,6 +27,7 @@ __all__ = [
     "leased_fields",
     "pack_new_job",
     "reservations",
+    "split_payload",
 ]
 
 PENDING, RESERVED, DEAD, REMEMBERED = 0, 2, 3, 4
@@ -37,6 +46,13 @@ _LEASED_TAIL = struct.Struct(">IhIB")  # attempts, deadline, lease length: flags
 _CROCKFORD = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _TO_BASE32 = bytes.maketrans(_CROCKFORD, b"0123456789abcdefghijklmnopqrstuv")
 _NOT_CROCKFORD = bytes(b for b in range(256) if b not in _CROCKFORD)
+# A job's trace context leads the payload part of its record: this tag (no
+# payload starts with it: JSON text starts with a printable character, a
+# binary payload with NUL), then the traceparent in 25 bytes. A job without
+# one costs no byte, and Lua, which never looks into the payload part, keeps
+# it through every transition; a record written without it reads the same.
+_TRACED = b"\x01"
+_TRACED_END = 1 + 25
 
 
 def id_key(job_id: str) -> bytes:
@@ -97,6 +113,14 @@ def _record(raw: bytes) -> dict[str, Any]:
     return r
 
 
+def split_payload(data: bytes) -> tuple[bytes, str | None]:
+    """A record's payload part: the payload (as encode_payload made it) and
+    the trace context stored ahead of it, if any."""
+    if data[:1] != _TRACED:
+        return data, None
+    return data[_TRACED_END:], traceparent_from_bytes(data[1:_TRACED_END])
+
+
 def leased_fields(raw: bytes) -> tuple[int, int, int, int, int, int, int, bytes]:
     """A reserved record's attempts, deadline, due_at, priority, max_attempts,
     ttr (ms), created_at and payload: as reserve returns it, on its hot path."""
@@ -146,6 +170,8 @@ def pack_new_job(job: NewJob) -> bytes:
         flags,
         len(key),
     )
+    if job.traceparent is not None:
+        rest += _TRACED + traceparent_to_bytes(job.traceparent)
     return b"".join((head, key, rest, job.payload))
 
 
@@ -156,9 +182,10 @@ def reservations(topic: str, reply: list[Any], ttr_ms: int | None) -> list[Reser
     lease = reply[2].decode()
     out = []
     for b in range(3, len(reply), 2):
-        attempts, deadline, due_at, priority, max_attempts, ttr, created, payload = leased_fields(
+        attempts, deadline, due_at, priority, max_attempts, ttr, created, data = leased_fields(
             reply[b + 1]
         )
+        payload, trace = split_payload(data)
         out.append(
             Reservation(
                 topic,
@@ -172,6 +199,7 @@ def reservations(topic: str, reply: list[Any], ttr_ms: int | None) -> list[Reser
                 max_attempts,
                 (ttr_ms or ttr) / 1000,
                 created,
+                trace,
             )
         )
     return out
@@ -190,11 +218,12 @@ def info_from_record(topic: str, job_id: str, raw: bytes, now: int) -> JobInfo |
     error = r["error"].decode() or None
     if state is State.DEAD and stored is State.RESERVED:
         error = lease_expired_error(r["attempts"], r["max"])
+    payload, trace = split_payload(r["payload"])
     return JobInfo(
         topic=topic,
         id=job_id,
         state=state,
-        payload=decode_payload(r["payload"]),
+        payload=decode_payload(payload),
         due_at=r["due"],
         priority=r["priority"],
         ttr=r["ttr"] / 1000,
@@ -204,6 +233,7 @@ def info_from_record(topic: str, job_id: str, raw: bytes, now: int) -> JobInfo |
         last_error=error,
         deadline=r["at"] if state is State.RESERVED else None,
         unique_for=r["unique_for"] / 1000,
+        traceparent=trace,
     )
 
 

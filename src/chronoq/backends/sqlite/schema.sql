@@ -19,7 +19,10 @@ CREATE TABLE IF NOT EXISTS jobs (
     created_at    INTEGER NOT NULL,
     unique_for_ms INTEGER NOT NULL,
     lease         TEXT,
-    last_error    TEXT
+    last_error    TEXT,
+    -- the W3C trace context put with the job (docs/tracing.md); added to the
+    -- jobs of stores made before it by Store._setup (ALTER TABLE)
+    traceparent   TEXT
 );
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_key ON jobs (topic, id);
 CREATE INDEX IF NOT EXISTS jobs_delayed ON jobs (topic, at) WHERE state = 0;

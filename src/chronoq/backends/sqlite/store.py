@@ -14,9 +14,11 @@ from typing import TypeVar
 
 from chronoq.errors import BackendUnavailable, InvalidInput
 
-__all__ = ["SCHEMA_VERSION", "SYNCHRONOUS", "Store"]
+__all__ = ["ADDED_COLUMNS", "SCHEMA_VERSION", "SYNCHRONOUS", "Store"]
 
 SCHEMA_VERSION = "1"
+#: columns of ``jobs`` that stores made before them lack: (name, type)
+ADDED_COLUMNS = (("traceparent", "TEXT"),)
 SYNCHRONOUS = frozenset({"off", "normal", "full", "extra"})
 
 # While another process holds the write lock, try again after a short random
@@ -92,6 +94,29 @@ class Store:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        """Columns added to schema.sql after stores were made with it: a store
+        without them gets them now (nullable, so its rows need no change and
+        the code that made it goes on reading and writing it)."""
+        missing = self._missing_columns()
+        if not missing:
+            return
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for name, kind in self._missing_columns():  # again: another process may have
+                conn.execute(f"ALTER TABLE jobs ADD COLUMN {name} {kind}")
+            conn.execute("COMMIT")
+        except sqlite3.Error:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _missing_columns(self) -> list[tuple[str, str]]:
+        present = {row[1] for row in self.conn.execute("PRAGMA table_info(jobs)")}
+        return [(name, kind) for name, kind in ADDED_COLUMNS if name not in present]
 
     def _has_table(self, name: str) -> bool:
         return bool(

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+import chronoq.tracing as tracing
 from chronoq.errors import ChronoqError
 from chronoq.job import validate_id, validate_topic
 from chronoq.server.auth import Action, allowed, internal_topic, is_internal
@@ -61,6 +62,20 @@ def loopback_host(host: bytes) -> bool:
     except ValueError:
         return False
     return address.is_loopback and (v6 is not None) == (address.version == 6)
+
+
+async def _status_of(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> int:
+    """Run a mounted app; the status it answered (0: none)."""
+    status = 0
+
+    async def sending(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        await send(message)
+
+    await app(scope, receive, sending if tracing.active() else send)
+    return status
 
 
 class _HungUp(Exception):
@@ -225,21 +240,31 @@ class App:
         return None
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not tracing.active() or not self.check_site:  # a mounted App: in its host's span
+            await self._serve(scope, receive, send)
+            return
+        path = scope["path"]
+        with tracing.server_span(scope["method"], path, scope["headers"]) as span:
+            template, status = await self._serve(scope, receive, send)
+            span.answered(template, status)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> tuple[str, int]:
+        """Answer one request; its route template (or what answered it) and status."""
         started = time.perf_counter()
         refused = self._foreign(scope) if self.check_site else None
         if refused is not None:
             await self._send(send, _refusal(None, refused))
-            return
+            return "refused", refused.status
         path = route_path(scope)
         for prefix, app in self.mounts.items():
             if path == prefix.encode().rstrip(b"/") or path.startswith(prefix.encode()):
-                await app(scope, receive, send)
-                return
+                status = await _status_of(app, scope, receive, send)
+                return prefix.rstrip("/") or "/", status
         call: list[Call] = []  # the request as its handler saw it, once read
         try:
             template, reply = await self._answer(scope, receive, path, call)
         except _HungUp:
-            return
+            return "hung up", 499
         try:
             if not await self._send(send, reply) and reply.undelivered is not None:
                 reply.undelivered()
@@ -248,6 +273,7 @@ class App:
                 call[0].stop_watching()
             if self.observe is not None:
                 self.observe(template, reply.status, time.perf_counter() - started)
+        return template, reply.status
 
     async def _answer(
         self, scope: Scope, receive: Receive, path: bytes, seen: list[Call]

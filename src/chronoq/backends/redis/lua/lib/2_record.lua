@@ -14,7 +14,9 @@
 -- attempts in 4; unique_for_ms in 6), then the payload: a plain delayed job
 -- costs 21 bytes besides its payload. The first byte is state * 32 + flags.
 -- A pending job's `at` is its due time; other states store it; only a
--- reserved job has a lease.
+-- reserved job has a lease. The payload part is opaque here: the client may
+-- lead it with a trace context (codec.py, split_payload: byte 1, then 25
+-- bytes), which every transition keeps as it keeps the payload.
 local PENDING, RESERVED, DEAD, REMEMBERED = 0, 2, 3, 4
 local EPOCH = 1704067200000 -- 2024-01-01: keeps ready scores below 2^53
 local PRIO_SPAN = 2199023255552 -- 2^41 ms, about 70 years

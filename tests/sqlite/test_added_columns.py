@@ -1,0 +1,87 @@
+"""A store made before a column was added to ``jobs`` (schema.sql) gets it
+when it is opened, with no step by hand, and keeps its jobs; the code that
+made it goes on writing and reading it."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from importlib.resources import files
+from pathlib import Path
+
+import chronoq
+from chronoq.backends.sqlite.store import ADDED_COLUMNS
+
+TRACE = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+# the put of the code before the column (backends/sqlite/backend.py, _JOB_SQL)
+OLD_INSERT = (
+    "INSERT INTO jobs (topic, id, state, at, due_at, priority, payload, ttr_ms, max_attempts, "
+    "attempts, created_at, unique_for_ms) VALUES (?, ?, 1, 0, 0, 0, ?, 30000, 5, 0, 0, 0)"
+)
+
+
+def _old_schema() -> str:
+    """schema.sql as it was before the added columns: their lines (and comments) left out."""
+    schema = files("chronoq.backends.sqlite").joinpath("schema.sql").read_text()
+    for name, _ in ADDED_COLUMNS:
+        schema = re.sub(rf"(?:\n *--[^\n]*)*\n *{name} +\w+", "", schema)
+    return re.sub(r",(\s*)\)", r"\1)", schema, count=1)  # the comma before the last one
+
+
+def _old_store(path: Path) -> None:
+    schema = _old_schema()
+    assert not any(name in schema for name, _ in ADDED_COLUMNS)
+    db = sqlite3.connect(path)
+    db.executescript(schema)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    db.execute("INSERT INTO topics (name) VALUES ('t')")
+    db.execute(OLD_INSERT, ("t", "old", b'{"made":"before"}'))
+    db.commit()
+    db.close()
+
+
+def _columns(path: Path) -> list[str]:
+    with sqlite3.connect(path) as db:
+        return [row[1] for row in db.execute("PRAGMA table_info(jobs)")]
+
+
+def test_an_old_store_gets_the_new_columns_and_keeps_its_jobs(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    _old_store(path)
+    assert "traceparent" not in _columns(path)
+    with chronoq.connect(f"sqlite:///{path}") as q:
+        info = q.get("t", "old")
+        assert info is not None
+        assert (info.payload, info.traceparent) == ({"made": "before"}, None)
+        q.put("t", 2, id="new", traceparent=TRACE)
+        jobs = {job.id: job for job in q.reserve("t", 2)}
+        assert {i: j.traceparent for i, j in jobs.items()} == {"old": None, "new": TRACE}
+    assert _columns(path)[-1] == "traceparent"
+    # the code of before goes on: its put names its columns, the new one is NULL
+    with sqlite3.connect(path) as db:
+        db.execute(OLD_INSERT, ("t", "older", b"3"))
+    with chronoq.connect(f"sqlite:///{path}") as q:
+        info = q.get("t", "older")
+        assert info is not None and info.traceparent is None
+
+
+def test_processes_opening_an_old_store_at_once_add_the_column_once(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    _old_store(path)
+    failures: list[BaseException] = []
+
+    def open_it() -> None:
+        try:
+            chronoq.connect(f"sqlite:///{path}").close()
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures
+    assert _columns(path).count("traceparent") == 1
