@@ -35,13 +35,20 @@ print("ok")
 """
 
 
-def test_chronoq_works_without_the_api(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'plain.db'}"
+def _runs_ok(code: str, store: Path) -> None:
+    """``code`` in a new interpreter, on a SQLite file, prints "ok"."""
     run = subprocess.run(
-        [sys.executable, "-c", CODE, url], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code, f"sqlite:///{store}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "ok"
+
+
+def test_chronoq_works_without_the_api(tmp_path: Path) -> None:
+    _runs_ok(CODE, tmp_path / "plain.db")
 
 
 LATER = """
@@ -65,9 +72,4 @@ print("ok")
 
 
 def test_chronoq_imports_the_api_only_once_the_application_did(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'later.db'}"
-    run = subprocess.run(
-        [sys.executable, "-c", LATER, url], capture_output=True, text=True, timeout=60
-    )
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == "ok"
+    _runs_ok(LATER, tmp_path / "later.db")
