@@ -133,16 +133,19 @@ def test_timer_lapses_when_its_holder_is_killed(
 ) -> None:
     q = open_queue(server.url)
     raw = raw_client(server)
-    due = q.put("dies", "x", id="x", delay=1.0).due_at
     holder = spawn(HOLDER, url=server.url)
     assert holder.expect() == "waiting"
+    # put once the child runs (its start can take seconds on a loaded machine):
+    # the put wakes it to time the job, or it sees the job when it starts waiting
+    due = q.put("dies", "x", id="x", delay=3.0).due_at
     wait_until(lambda: raw.get("chronoq:{dies:0}:timer"), what="the child to take the timer")
     waiters = Waiters(q, "dies")
     waiters.start(wait=10)
     wait_until(lambda: blocked_clients(raw) == 2, what="both consumers to block")
     holder.proc.kill()
+    assert time.time_ns() // 1_000_000 < due, "the holder was killed after the due time"
     holder.proc.wait(5)
-    wait_until(lambda: waiters.got(), timeout=8, what="the job to be delivered")
+    wait_until(lambda: waiters.got(), timeout=10, what="the job to be delivered")
     [(at, job_id)] = waiters.got()
     assert job_id == "x" and due <= at
     # no one timed the due job: it waited for the dead holder's timer to lapse
@@ -162,17 +165,18 @@ def test_a_frozen_timer_holder_is_taken_over_by_its_backup(
     job is delivered then, not when the holder wakes up."""
     q = open_queue(server.url)
     raw = raw_client(server)
-    due = q.put("frozen", "x", id="x", delay=1.0).due_at
     holder = spawn(HOLDER.replace('"dies"', '"frozen"'), url=server.url)
     assert holder.expect() == "waiting"
+    due = q.put("frozen", "x", id="x", delay=3.0).due_at  # as above: once the child runs
     wait_until(lambda: raw.get("chronoq:{frozen:0}:timer"), what="the child to take the timer")
     waiters = Waiters(q, "frozen")
     for _ in range(3):
-        waiters.start(wait=3)
+        waiters.start(wait=5)
     wait_until(lambda: blocked_clients(raw) == 4, what="every consumer to block")
     holder.proc.send_signal(signal.SIGSTOP)
+    assert time.time_ns() // 1_000_000 < due, "the holder was frozen after the due time"
     try:
-        wait_until(lambda: waiters.got(), timeout=8, what="the job to be delivered")
+        wait_until(lambda: waiters.got(), timeout=10, what="the job to be delivered")
     finally:
         holder.proc.send_signal(signal.SIGCONT)
     [(at, job_id)] = waiters.got()

@@ -143,7 +143,8 @@ def decode_payload(data: bytes) -> Any:
 
 
 # version 00 of W3C Trace Context: lower-case hex, trace and span ids not all zero
-_TRACEPARENT = re.compile(r"00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}")
+TRACEPARENT_PATTERN = r"^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$"
+_TRACEPARENT = re.compile(TRACEPARENT_PATTERN)
 TRACEPARENT_BYTES = 25  # trace id (16), span id (8), flags (1)
 
 

@@ -11,6 +11,7 @@ import msgspec
 from msgspec import Meta, Struct
 
 from chronoq.job import MAX_DURATION_S, MAX_PRIORITY, JobInfo, PutResult, Reservation
+from chronoq.job.codec import TRACEPARENT_PATTERN
 
 __all__ = [
     "AckBatch",
@@ -65,7 +66,7 @@ RunAt = Annotated[float, Meta(description="Unix time in seconds")]  # a number: 
 TraceParent = Annotated[
     str,
     Meta(
-        pattern=r"^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$",
+        pattern=TRACEPARENT_PATTERN,  # the queue's own check: no all-zero ids
         description="a W3C trace context (traceparent, version 00) kept with the job",
     ),
 ]
