@@ -32,6 +32,19 @@ BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
 if redis_server_binary() is not None or os.environ.get("CI") == "true":
     BACKENDS["redis"] = _redis_url  # in CI a missing redis-server fails, never skips
 
+#: the far tier forced on (lua/lib/6_far.lua): every delayed job is put in a far
+#: bucket of its own (1 ms wide) and promoted only when due, so that every
+#: operation meets it there; the conformance suite runs on these too
+FORCED_FAR = "horizon_ms=0&far_bucket_ms=1"
+
+
+def _far(url: Callable[[pytest.FixtureRequest, Path], str]) -> Callable[..., str]:
+    return lambda request, tmp_path: f"{url(request, tmp_path)}&{FORCED_FAR}"
+
+
+if "redis" in BACKENDS:
+    BACKENDS["redis-far"] = _far(_redis_url)
+
 
 def _topology_url(fixture: str) -> Callable[[pytest.FixtureRequest, Path], str]:
     def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
@@ -49,6 +62,21 @@ for _name in filter(None, os.environ.get("CHRONOQ_TOPOLOGIES", "").split(",")):
     if _name not in TOPOLOGIES:
         raise ValueError(f"CHRONOQ_TOPOLOGIES: unknown topology {_name!r} (cluster, sentinel)")
     BACKENDS[f"redis-{_name}"] = _topology_url(TOPOLOGIES[_name])
+    BACKENDS[f"redis-{_name}-far"] = _far(_topology_url(TOPOLOGIES[_name]))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The forced far tier runs the conformance suite only: elsewhere it would
+    repeat what the plain Redis run checks."""
+    conformance = Path(__file__).parent / "conformance"
+    keep, drop = [], []
+    for item in items:
+        params = getattr(item, "callspec", None)
+        far = params is not None and str(params.params.get("store_url", "")).endswith("-far")
+        (drop if far and conformance not in item.path.parents else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 @pytest.fixture(scope="session")

@@ -66,6 +66,8 @@ def test_every_key_of_a_shard_is_in_one_hash_slot(
                 q.bury(job)
         q.put_many(topic, [Job(n, id=f"later-{n}", delay=60) for n in range(20)])  # delayed
         q.put_many(topic, [Job(n, id=f"now-{n}") for n in range(20)])  # ready, wake tokens
+        q.put_many(topic, [Job(n, id=f"far-{n}", delay=3600) for n in range(20)])  # far, indexed
+        q.put_many(topic, [Job(n, delay=3600) for n in range(20)])  # far, ids name their bucket
     q.pause(topics[0])
 
     found = scan(raw_client(server), "*")
@@ -73,7 +75,10 @@ def test_every_key_of_a_shard_is_in_one_hash_slot(
     # and the set of topics whose event logs an export reads
     outside = {f"{prefix}:topics", f"{prefix}:logs"}
     assert outside <= found
-    pattern = re.compile(rf"{re.escape(prefix)}:\{{(?P<topic>.+):(?P<shard>\d+)\}}:(?P<part>\w+)")
+    # a far bucket's pages: the part "far", then :<bucket start>:<page>
+    pattern = re.compile(
+        rf"{re.escape(prefix)}:\{{(?P<topic>.+):(?P<shard>\d+)\}}:(?P<part>\w+)(:\d+:\d+)?"
+    )
     by_shard: dict[tuple[str, int], set[str]] = defaultdict(set)
     for key in found - outside:
         match = pattern.fullmatch(key)

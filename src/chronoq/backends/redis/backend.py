@@ -69,6 +69,8 @@ class RedisBackend(Backend):
             shards=options.shards,
             prefix=options.prefix,
             events_max=options.events_max,
+            horizon_ms=options.horizon_ms,
+            far_bucket_ms=options.far_bucket_ms,
             replicas=options.replicas,
             replica_timeout_ms=options.replica_timeout_ms,
             spread_slots=spread_slots,

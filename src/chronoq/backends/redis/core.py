@@ -20,6 +20,7 @@ from chronoq.backends.redis.codec import (
     pack_new_job,
     reservations,
 )
+from chronoq.backends.redis.far_ids import FarIds
 from chronoq.backends.redis.hints import ShardHints
 from chronoq.backends.redis.keys import logs_key, shard_keys, shard_of, topics_key
 from chronoq.backends.redis.packing import Head
@@ -41,7 +42,7 @@ from chronoq.states import State
 __all__ = ["RedisCore"]
 
 _PUT_CHUNK = 200
-_READ_ONLY = frozenset({"get"})  # every other script may write: WAIT after it
+_READ_ONLY = frozenset({"get", "far_jobs"})  # every other script may write: WAIT after it
 # scripts that can make a job available: the shards they touch are looked at
 # by this process's next reserve (hints.py)
 _AVAILING = frozenset({"put", "nack", "requeue", "reschedule", "pause"})
@@ -59,6 +60,8 @@ class RedisCore:
         events_max: int,
         replicas: int,
         replica_timeout_ms: int,
+        horizon_ms: int | None = None,
+        far_bucket_ms: int = 60_000,
         spread_slots: bool = False,
     ) -> None:
         self.url = url
@@ -66,6 +69,13 @@ class RedisCore:
         self.spread_slots = spread_slots  # a cluster's tags (keys.py)
         self.prefix = prefix
         self.events_max = events_max
+        self.horizon_ms = horizon_ms
+        self.far_bucket_ms = far_bucket_ms
+        # every call's ARGV[1] (lua/lib/1_keys.lua): the event cap and the far
+        # tier's settings; with the tier off, no new far job, but those far already
+        # are found and promoted, so the bucket width is always given
+        self._call_head = f"{events_max}:{-1 if horizon_ms is None else horizon_ms}:{far_bucket_ms}"
+        self.far_ids = FarIds(horizon_ms, far_bucket_ms)
         self.replicas = replicas
         self.replica_timeout_ms = replica_timeout_ms
         self.scripts = Scripts()
@@ -94,7 +104,7 @@ class RedisCore:
             if len(self._heads) > 10_000:  # as _key_cache
                 self._heads.clear()
             head = self._heads[name, topic, shard] = self.scripts.head(
-                name, self.keys(topic, shard), self.events_max
+                name, self.keys(topic, shard), self._call_head
             )
         return head
 
@@ -170,6 +180,7 @@ class RedisCore:
         if topic not in self.known_topics:
             yield from self.register(topic)
         flag = "1" if replace else "0"
+        jobs = self.far_ids.apply(jobs)  # a generated id bound far names its bucket
         if len(jobs) == 1:  # a single put: the shortest path (its client time is most of it)
             job = jobs[0]
             shard = shard_of(job.id, self.shards)

@@ -12,7 +12,7 @@ from chronoq.backends.redis.core import RedisCore
 from chronoq.backends.redis.keys import logs_key, topics_key
 from chronoq.backends.redis.steps import Pipeline, Steps
 from chronoq.errors import InvalidInput
-from chronoq.job import JobPage, LogRead, LogShard
+from chronoq.job import JobInfo, JobPage, LogRead, LogShard
 
 __all__ = ["jobs", "log_read", "log_shards", "log_trim"]
 
@@ -95,24 +95,46 @@ def log_trim(core: RedisCore, shard: LogShard, upto: int) -> Steps[None]:
 
 
 def jobs(core: RedisCore, topic: str, shard: int, cursor: str | None, limit: int) -> Steps[JobPage]:
-    """One HSCAN of the shard's job records, read at the server's time."""
+    """A page of the shard's jobs, read at the server's time: the far tier's
+    first (cursor ``f<start>.<page>.<index>``), then one HSCAN of the job
+    records (an HSCAN cursor: digits). Far first, since jobs only move from
+    far to near: one promoted while a listing runs is met in the records."""
     if not 0 <= shard < core.shards:
         raise InvalidInput(f"{core.url}: shard {shard} is not one of 0..{core.shards - 1}")
-    position = cursor or "0"
+    if cursor is None or cursor.startswith("f"):
+        far = _far_cursor(cursor)
+        reply = yield from core.run("far_jobs", topic, shard, *far, limit)
+        now, after, flat = int(reply[0]), reply[1], reply[2:]
+        found = _infos(topic, flat, now)
+        if after:
+            return JobPage(found, "f{}.{}.{}".format(*after))
+        if found:
+            return JobPage(found, "0")
+        cursor = "0"  # the far tier is empty: the records at once
     # HSCAN's cursor: an unsigned 64-bit number in ASCII digits (isdigit alone takes "²")
-    if (
-        not (position.isascii() and position.isdigit() and len(position) <= 20)
-        or int(position) >= 1 << 64
-    ):
+    if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 20) or int(cursor) >= 1 << 64:
         raise InvalidInput(f"bad job cursor {cursor!r}: pass the cursor of a previous page")
     key = core.keys(topic, shard)[0]
-    clock, (after, flat) = _raised(
-        (yield Pipeline([("TIME",), ("HSCAN", key, position, "COUNT", limit)]))
+    clock, (after_scan, flat) = _raised(
+        (yield Pipeline([("TIME",), ("HSCAN", key, cursor, "COUNT", limit)]))
     )
     now = int(clock[0]) * 1000 + int(clock[1]) // 1000
+    return JobPage(_infos(topic, flat, now), None if after_scan == b"0" else after_scan.decode())
+
+
+def _far_cursor(cursor: str | None) -> tuple[int, int, int]:
+    if cursor is None:
+        return 0, 0, 0
+    parts = cursor[1:].split(".")
+    if len(parts) == 3 and all(p.isascii() and p.isdigit() and len(p) <= 16 for p in parts):
+        return int(parts[0]), int(parts[1]), int(parts[2])
+    raise InvalidInput(f"bad job cursor {cursor!r}: pass the cursor of a previous page")
+
+
+def _infos(topic: str, flat: list[Any], now: int) -> list[JobInfo]:
     jobs = []
     for n in range(0, len(flat), 2):
         info = info_from_record(topic, key_id(flat[n]), flat[n + 1], now)
         if info is not None:  # a remembered id is not a job
             jobs.append(info)
-    return JobPage(jobs, None if after == b"0" else after.decode())
+    return jobs

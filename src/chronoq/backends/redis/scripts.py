@@ -30,8 +30,9 @@ LIB_FILES = (
     "3_events.lua",  # packed events, flushed to the stream (codec.decode_entry)
     "4_batched.lua",  # batched writes: call_chunked, zadd_many, wake
     "5_jobs.lua",  # every access to the jobs hash
-    "6_transitions.lua",  # moves shared by several functions
-    "7_timer.lua",  # the reserve path's upkeep and the shard's timer
+    "6_far.lua",  # the far tier: jobs due beyond the horizon, packed in time buckets
+    "7_transitions.lua",  # moves shared by several functions
+    "8_timer.lua",  # the reserve path's upkeep and the shard's timer
 )
 
 

@@ -39,7 +39,9 @@ _STRINGS = frozenset(
 )
 # query options redis-py understands: passed on to it
 DRIVER_OPTIONS = (frozenset(URL_QUERY_ARGUMENT_PARSERS) - _RESENDING) | _STRINGS | {"protocol"}
-_CHRONOQ = "shards, prefix, events_max, replicas, replica_timeout_ms"
+_CHRONOQ = "shards, prefix, events_max, replicas, replica_timeout_ms, horizon_ms, far_bucket_ms"
+DEFAULT_HORIZON_MS = 600_000  # ten minutes: a far job is promoted this long before its bucket
+DEFAULT_FAR_BUCKET_MS = 60_000
 MAX_SHARDS = 1024
 
 
@@ -52,6 +54,10 @@ class RedisOptions:
     events_max: int
     replicas: int
     replica_timeout_ms: int
+    #: jobs whose bucket starts later than this go to the far tier; None: none do
+    horizon_ms: int | None = DEFAULT_HORIZON_MS
+    #: the far tier's bucket width (tests shrink it: a store keeps one for good)
+    far_bucket_ms: int = DEFAULT_FAR_BUCKET_MS
     redirect_budget: float = 5.0
     driver: dict[str, str] = field(default_factory=dict)
     sentinel: dict[str, str] = field(default_factory=dict)
@@ -82,6 +88,8 @@ def read_options(url: StoreURL, default_shards: int) -> RedisOptions:
         prefix=options.options.pop("prefix", "chronoq"),
         replicas=options.pop_int("replicas", 0),
         replica_timeout_ms=options.pop_int("replica_timeout_ms", 1000, minimum=1),
+        horizon_ms=_horizon(options),
+        far_bucket_ms=options.pop_int("far_bucket_ms", DEFAULT_FAR_BUCKET_MS, minimum=1),
     )
     if url.scheme in CLUSTER_SCHEMES and read.shards > MAX_SHARDS:  # tags: keys.shard_tag
         raise InvalidInput(f"store URL option shards={read.shards} must be at most {MAX_SHARDS}")
@@ -195,3 +203,12 @@ def cluster_path(url: StoreURL, hosts: Hosts) -> None:
             f"bad Redis URL {redacted(url.raw)!r}: Redis Cluster has only database 0, "
             f"so the URL takes no path ({hosts.path!r})"
         )
+
+
+def _horizon(options: StoreURL) -> int | None:
+    """``horizon_ms``: a number of ms, or ``off`` (no new far jobs; those already
+    far are still promoted in time)."""
+    if options.options.get("horizon_ms") == "off":
+        del options.options["horizon_ms"]
+        return None
+    return options.pop_int("horizon_ms", DEFAULT_HORIZON_MS)

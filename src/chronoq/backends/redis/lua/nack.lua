@@ -29,8 +29,7 @@ end
 if ARGV[5] ~= '' then j.err = ARGV[5] end
 j.state, j.lease, j.due = PENDING, '', now + delay
 j.at = j.due
-job_put(id, pack_job(j))
-index_pending(id, j, now)
+place_pending(id, j, now)
 emit('nack', id, j, ARGV[5])
 wake(1)
 if delay > 0 then return 'delayed' end

@@ -1,4 +1,5 @@
--- purge: delete up to about `limit` jobs of the shard; call again until it returns -1.
+-- purge: delete up to about `limit` jobs of the shard, near then far (a far bucket
+-- at a time); call again until it returns -1.
 -- KEYS: the shard keys (see lib/1_keys.lua).
 -- ARGV: [1] event cap, [2] limit
 -- Returns: how many jobs this call deleted (remembered ids are dropped too and not
@@ -22,8 +23,26 @@ repeat -- HSCAN may return an empty page of a sparse hash: follow the cursor
     seen = seen + 1
   end
 until cursor == '0' or seen >= limit
-if redis.call('HLEN', K_JOBS) == 0 then
-  redis.call('DEL', K_DELAYED, K_READY, K_LEASED, K_DEAD, K_FORGET, K_WAKE)
+-- then the far tier, a bucket at a time
+while seen < limit do
+  local first = redis.call('ZRANGE', K_FAR, 0, 0)[1]
+  if not first then break end
+  local start, gone = tonumber(first), {}
+  for page = 0, FAR_PAGES - 1 do
+    for _, e in ipairs(redis.call('LRANGE', far_page_key(start, page), 0, -1)) do
+      local id, raw, indexed = far_entry_parts(e)
+      if id then
+        emit('delete', id, unpack_job(raw), 'purged')
+        if indexed then gone[#gone + 1] = id end
+        deleted, seen = deleted + 1, seen + 1
+      end
+    end
+  end
+  if #gone > 0 then call_chunked('HDEL', K_FARIDX, gone) end
+  drop_bucket(start)
+end
+if redis.call('HLEN', K_JOBS) == 0 and redis.call('EXISTS', K_FAR) == 0 then
+  redis.call('DEL', K_DELAYED, K_READY, K_LEASED, K_DEAD, K_FORGET, K_WAKE, K_FARN, K_FARIDX)
   if deleted == 0 then return -1 end
 end
 return deleted

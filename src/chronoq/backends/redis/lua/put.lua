@@ -5,6 +5,7 @@
 --   id length), the id, then the rest of the record as the client packed it:
 --   the optional fields that `flags` names (F_TTR, F_MAX, F_UF), then the payload.
 --   A generated id (a fresh ULID) cannot exist yet: its lookup is skipped.
+--   A job due beyond the horizon goes to the far tier (lib/6_far.lua).
 -- Returns: 2 values per job: created (1/0), due_at (ms; the existing job's when not created).
 -- Events: put, for each job created.
 local now = now_ms()
@@ -17,10 +18,13 @@ local first_delayed = redis.call('ZRANGE', K_DELAYED, '0', '0', 'WITHSCORES')[2]
 local records, delayed, readies, batch = {}, {}, {}, {}
 local events = EVENTS
 
+local first_far, far_added = nil, false
+
 local function write_batch(last)
   jobs_put(records)
   if #delayed > 0 then zadd_many(K_DELAYED, delayed) end
   if #readies > 0 then zadd_many(K_READY, readies) end
+  if far_added then far_flush() end
   if not last then records, delayed, readies, batch = {}, {}, {}, {} end
 end
 
@@ -36,15 +40,27 @@ for n = 3, #ARGV do
   if prior and (not replace or prior.state == RESERVED) then
     out[#out + 1], out[#out + 2] = 0, prior.due
   else
+    local prior_near = prior and not prior.far
     if prior then unindex(id, prior) end
     local due = now + delay
     if run_at >= 0 then due = math.max(run_at, now) end
     seq = seq + 1
-    local r = #records
-    records[r + 1], records[r + 2] = id,
-      struct.pack('>BI6hi6i6c0', PENDING * 32 + flags, due, prio, now, seq, string.sub(arg, pos + idlen))
+    local record = struct.pack('>BI6hi6i6c0', PENDING * 32 + flags, due, prio, now, seq,
+                               string.sub(arg, pos + idlen))
     if generated == 0 then batch[id] = true end
-    if due > now then
+    local start = far_bucket(due, now)
+    if start then
+      if prior_near then jobs_del({id}) end
+      if not far_added then
+        first_far, far_added = redis.call('ZRANGE', K_FAR, 0, 0)[1], true
+      end
+      far_add(id, record, start, seq)
+    else
+      local r = #records
+      records[r + 1], records[r + 2] = id, record
+    end
+    if start then -- counted in the far tier, timed by its bucket
+    elseif due > now then
       delayed[#delayed + 1], delayed[#delayed + 2] = istr(due), id
       if not earliest or due < earliest then earliest = due end
     else
@@ -60,7 +76,9 @@ for n = 3, #ARGV do
   end
 end
 write_batch(true)
--- wake a consumer per ready job, and one to re-time its sleep for an earlier due job
+-- wake a consumer per ready job, and one to re-time its sleep for an earlier due
+-- job or an earlier far bucket (whose promotion the timer holder times)
 if earliest and (not first_delayed or earliest < tonumber(first_delayed)) then ready = ready + 1 end
+if far_added and redis.call('ZRANGE', K_FAR, 0, 0)[1] ~= first_far then ready = ready + 1 end
 wake(ready)
 return out

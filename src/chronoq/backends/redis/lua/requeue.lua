@@ -17,8 +17,7 @@ for _, id in ipairs(ids) do
   if j and j.state == DEAD then
     redis.call('ZREM', K_DEAD, id)
     j.state, j.att, j.due, j.at, j.lease = PENDING, 0, now, now, ''
-    job_put(id, pack_job(j))
-    index_pending(id, j, now)
+    place_pending(id, j, now)
     emit('requeue', id, j)
     moved = moved + 1
   end

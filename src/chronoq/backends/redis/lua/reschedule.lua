@@ -12,8 +12,7 @@ local run_at = tonumber(ARGV[4])
 j.due = now + tonumber(ARGV[3])
 if run_at >= 0 then j.due = math.max(run_at, now) end
 j.at = j.due
-job_put(id, pack_job(j))
-index_pending(id, j, now)
+place_pending(id, j, now)
 emit('reschedule', id, j)
 wake(1)
 return 1

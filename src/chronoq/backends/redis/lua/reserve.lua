@@ -8,7 +8,8 @@
 --   When nothing was leased: {wake_in_us, timer}, wake_in_us saying when the
 --   caller should look again (-1: only when woken; 0: at once). The waiter that
 --   holds the shard's timer (timer = 1) is told the time until the next delayed
---   job is due or lease expires; one other waiter, the backup, when that timer
+--   job is due, lease expires or far bucket is to be promoted; one other waiter,
+--   the backup, when that timer
 --   would lapse (TIMER_LEASE after its time: the holder died or froze), and
 --   the rest BACKUP_SLACK later, as the timer holder wakes the others through
 --   the wake list. A holder
@@ -74,6 +75,8 @@ local d = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')[2]
 local l = redis.call('ZRANGE', K_LEASED, 0, 0, 'WITHSCORES')[2]
 if d then next_at = tonumber(d) end
 if l and (not next_at or tonumber(l) < next_at) then next_at = tonumber(l) end
+local f = far_next_at(now) -- now while a far bucket is being promoted: call again at once
+if f and (not next_at or f < next_at) then next_at = f end
 if not next_at then return {-1, 0} end
 local wake_in = math.max(next_at * 1000 - NOW_US, 0)
 if waiter == '' then return {wake_in, 0} end

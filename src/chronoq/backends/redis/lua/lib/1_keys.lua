@@ -7,7 +7,7 @@
 -- LOAD), so these definitions are not re-run per call.
 --
 -- This file: the keys, arguments, clock and event buffer of the current call.
--- Defines: K_JOBS .. K_GUARD, ARGV, EVENT_CAP, NOW, NOW_US, EVENTS (declared
+-- Defines: K_JOBS .. K_FARIDX, ARGV, EVENT_CAP, FAR_HORIZON, FAR_WIDTH, NOW, NOW_US, EVENTS (declared
 --   here so that begin_call can empty it; filled by 3_events), now_ms, begin_call.
 -- Uses: nothing earlier.
 -- Python twin: keys.PARTS (keys.py) is the KEYS order below.
@@ -28,8 +28,13 @@
 --                      shard's next change (reserve.lua); lapses TIMER_LEASE ms after it
 --  13 guard    STRING  never written: declared so that a call in a slot that is being
 --                      migrated (Redis Cluster) is refused before it runs (keys.py)
--- ARGV[1] of every function is the approximate cap of the event log (in events);
--- its own arguments start at ARGV[2].
+--  14 far      ZSET    the far tier's buckets (6_far): their start (ms), scored by it;
+--                      bucket <start> keeps its jobs in the LISTs <far>:<start>:<page>
+--  15 farn     HASH    bucket start -> how many jobs it holds (and 6_far's other counts)
+--  16 faridx   HASH    id -> bucket start * 16 + page, for a far job its id does not locate
+-- ARGV[1] of every function is the approximate cap of the event log (in events),
+-- then, when the far tier is on, ':<horizon ms>:<bucket width ms>' (6_far); its
+-- own arguments start at ARGV[2].
 -- Times come from the server's clock (TIME), never from the client.
 -- Each function starts with begin_call and, however its body returns, appends
 -- the events the body emitted to the stream (flush_events, 3_events).
@@ -38,7 +43,10 @@
 local K_JOBS, K_DELAYED, K_READY, K_LEASED, K_DEAD
 local K_FORGET, K_EVENTS, K_WAKE, K_PAUSED, K_SEQ
 local K_EVSEQ, K_TIMER, K_GUARD
+local K_FAR, K_FARN, K_FARIDX
 local ARGV, EVENT_CAP
+local FAR_HORIZON, FAR_WIDTH -- ms; FAR_HORIZON < 0: no new far jobs (6_far)
+local CALL_HEAD = nil -- ARGV[1] as last parsed: the same string for every call of a store
 local EVENTS -- the packed events of this call (3_events: emit_event, flush_events)
 
 local NOW -- set by now_ms(): every event of one script carries the same time
@@ -62,6 +70,16 @@ local function begin_call(keys, args)
   K_JOBS, K_DELAYED, K_READY, K_LEASED, K_DEAD = keys[1], keys[2], keys[3], keys[4], keys[5]
   K_FORGET, K_EVENTS, K_WAKE, K_PAUSED, K_SEQ = keys[6], keys[7], keys[8], keys[9], keys[10]
   K_EVSEQ, K_TIMER, K_GUARD = keys[11], keys[12], keys[13]
-  ARGV, EVENT_CAP = args, args[1]
+  K_FAR, K_FARN, K_FARIDX = keys[14], keys[15], keys[16]
+  ARGV = args
+  if args[1] ~= CALL_HEAD then -- Lua interns strings: one pointer compare on most calls
+    local cap, horizon, width = string.match(args[1], '^(%d+):(%-?%d+):(%d+)$')
+    if cap then
+      EVENT_CAP, FAR_HORIZON, FAR_WIDTH = tonumber(cap), tonumber(horizon), tonumber(width)
+    else
+      EVENT_CAP, FAR_HORIZON, FAR_WIDTH = tonumber(args[1]), -1, 60000 -- a cap alone: no far tier
+    end
+    CALL_HEAD = args[1]
+  end
   EVENTS, NOW, NOW_US = {}, nil, nil
 end

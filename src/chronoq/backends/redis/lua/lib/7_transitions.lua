@@ -1,9 +1,10 @@
--- lib/6_transitions.lua: the moves that several functions share: a job into or out
+-- lib/7_transitions.lua: the moves that several functions share: a job into or out
 -- of its state's index, to dead, a lapsed lease back to ready, gone.
--- Defines: index_pending, unindex, kill, expire, current, remove, lease_of.
+-- Defines: index_pending, place_pending, unindex, kill, expire, current, remove, lease_of.
 -- Uses: K_DELAYED, K_READY, K_LEASED, K_DEAD, K_FORGET (1_keys); the states,
 --   pack_job, ready_member, ready_score (2_record); emit (3_events); wake
---   (4_batched); load_job, job_put, jobs_del (5_jobs).
+--   (4_batched); load_job, job_put, jobs_del (5_jobs); far_bucket, far_locate,
+--   far_remove, far_add, far_flush (6_far).
 -- Python twin: chronoq.states: lease_expired_error (the error expire writes),
 --   observed_state (what a reader sees of a lease that lapsed before expire ran).
 
@@ -16,9 +17,28 @@ local function index_pending(id, j, now)
   end
 end
 
--- Take a job out of whatever index holds it (the record stays).
+-- A pending job's record written where it belongs: near (the jobs hash, then
+-- delayed or ready), or far when its due time is beyond the horizon (its
+-- near record, if any, removed).
+local function place_pending(id, j, now)
+  local start = far_bucket(j.due, now)
+  if start then
+    jobs_del({id})
+    far_add(id, pack_job(j), start, j.seq)
+    far_flush()
+  else
+    job_put(id, pack_job(j))
+    index_pending(id, j, now)
+  end
+end
+
+-- Take a job out of whatever index holds it (a near record stays; a far job
+-- leaves the far tier).
 local function unindex(id, j)
-  if j.state == PENDING then
+  if j.far then
+    far_remove(j.far, id)
+    j.far = nil
+  elseif j.state == PENDING then
     redis.call('ZREM', K_DELAYED, id)
     redis.call('ZREM', K_READY, ready_member(j, id))
   elseif j.state == RESERVED then
@@ -57,7 +77,13 @@ end
 -- and a remembered id whose time is over is forgotten.
 local function current(id, now)
   local j = load_job(id)
-  if not j then return nil end
+  if not j then
+    local loc, raw = far_locate(id)
+    if not loc then return nil end
+    j = unpack_job(raw)
+    j.far = loc
+    return j
+  end
   if j.state == RESERVED and j.at <= now then
     if expire(id, j, now) == 1 then wake(1) end
   elseif j.state == REMEMBERED and j.at <= now then

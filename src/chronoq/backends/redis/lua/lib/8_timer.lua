@@ -1,11 +1,12 @@
--- lib/7_timer.lua: what the reserve path does besides leasing: the bounded upkeep
+-- lib/8_timer.lua: what the reserve path does besides leasing: the bounded upkeep
 -- of the shard, and the shard's timer (KEYS[12]: which waiting consumer times the
 -- shard's next change; reserve.lua takes it, handover.lua hands it on).
 -- Defines: TIMER_LEASE, BACKUP_SLACK, EXPIRE_BATCH, PROMOTE_BATCH, PROMOTE_MAX, STALE_ROUNDS,
 --   timer_holder, hand_over_timer (the hand-over), upkeep.
 -- Uses: K_DELAYED, K_READY, K_LEASED, K_FORGET, K_TIMER (1_keys); the states,
 --   HEAD, state_of, unpack_job, ready_score (2_record); call_chunked, zadd_many,
---   wake (4_batched); jobs_raw, jobs_del (5_jobs); expire (6_transitions).
+--   wake (4_batched); jobs_raw, jobs_del (5_jobs); far_promote, FAR_SLICE (6_far);
+--   expire (7_transitions).
 -- Python twin: none; core.py keeps which shards' timers a waiter holds (reserve's
 --   reply) and calls handover for them when it stops waiting.
 
@@ -39,10 +40,11 @@ local function hand_over_timer(waiter)
   return true
 end
 
--- Bounded upkeep on the reserve path: reclaim expired leases, promote due jobs,
--- forget remembered ids whose time is over. Returns how many became ready.
+-- Bounded upkeep on the reserve path: promote a slice of the far tier when its
+-- first bucket's time has come, reclaim expired leases, promote due jobs, forget
+-- remembered ids whose time is over. Returns how many became ready.
 local function upkeep(now, promote)
-  local made = 0
+  local made = far_promote(now, FAR_SLICE)
   -- an index entry whose record is gone or in another state is stale (a call
   -- that failed half-way, a put run twice): it is dropped, never acted on
   local expired = redis.call('ZRANGEBYSCORE', K_LEASED, '-inf', now, 'LIMIT', 0, EXPIRE_BATCH)

@@ -1,0 +1,257 @@
+-- lib/6_far.lua: the far tier. A pending job due later than the horizon is not a
+-- member of the delayed set and a field of the jobs hash (~250 bytes besides its
+-- record) but an element of a page of its time bucket: a LIST, whose listpack
+-- nodes keep an element in 2-3 bytes besides it. A bucket is promoted into the
+-- near structures (delayed or ready, and the jobs hash) from the horizon before
+-- its start, a slice per call of the reserve path, so that a bucket of a million
+-- jobs never holds a call up.
+-- Defines: FAR_PAGES, FAR_SLICE, far_bucket, far_page_key, far_entry_parts,
+--   far_locate, drop_bucket, far_count, far_remove, far_add, far_flush,
+--   far_promote, far_next_at, far_due_count, far_entries.
+-- Uses: K_FAR, K_FARN, K_FARIDX, FAR_HORIZON, FAR_WIDTH, istr (1_keys); HEAD,
+--   ready_score (2_record); zadd_many, call_chunked (4_batched); jobs_put (5_jobs).
+-- Python twin: far_ids.py (the bucket a generated id names), logs.py (reads
+--   far_entries' reply).
+--
+-- Bucket <start> (ms, a multiple of FAR_WIDTH) holds the jobs due in
+-- [start, start + FAR_WIDTH). It is a member of KEYS[14] scored by its start;
+-- KEYS[15] counts its jobs (field <start>; field 'all': the whole tier's; field
+-- <start>:<page>: how many elements promotion took off the head of that page,
+-- so that a listing's cursor survives it). Its jobs are in FAR_PAGES lists
+-- <far>:<start>:<page>, one element per job: '>BB' (1 when the id is in the
+-- index, id length - 1), the id, then the job's record (2_record) as the jobs
+-- hash would hold it. A deleted or moved job's element becomes '' in place (so
+-- that no index shifts under a listing) until promotion takes it off.
+--
+-- Finding a job by id reads one page: a generated id (far_ids.py) carries its
+-- bucket number (mod 2^24) in its last 24 bits and its page in the 4 bits above;
+-- any other id, or one whose due time is not in the bucket it names, is in the
+-- index (KEYS[16]: id -> start * FAR_PAGES + page).
+
+local FAR_PAGES = 16
+local FAR_SLICE = 256 -- jobs per promotion step: well under 1 ms of server time
+local READ_CHUNK = 512 -- elements per LRANGE when a page is searched
+local HINT_SPAN = 16777216 -- 2^24
+
+-- The start of the bucket a job due at `due` is kept in, or nil when it is near:
+-- a bucket is far while its promotion (the horizon before its start) is ahead.
+local function far_bucket(due, now)
+  if FAR_HORIZON < 0 then return nil end -- the far tier is off: no new far jobs
+  local start = due - due % FAR_WIDTH
+  if start - FAR_HORIZON > now then return start end
+  return nil
+end
+
+local function far_page_key(start, page) return K_FAR .. ':' .. istr(start) .. ':' .. page end
+
+-- The bucket and page a generated id names (see far_ids.py), or nil.
+local function hinted(id)
+  if #id ~= 17 or string.byte(id, 1) ~= 0 then return nil end
+  local created, low = struct.unpack('>I6', id, 2), struct.unpack('>I4', id, 14)
+  local c = math.floor(created / FAR_WIDTH)
+  return (c + (low % HINT_SPAN - c) % HINT_SPAN) * FAR_WIDTH, math.floor(low / HINT_SPAN) % FAR_PAGES
+end
+
+-- An element's id, record and whether its id is in the index; nil for ''.
+local function far_entry_parts(e)
+  if e == '' then return nil end
+  local flags, n = string.byte(e, 1, 2)
+  return string.sub(e, 3, n + 3), string.sub(e, n + 4), flags == 1
+end
+
+-- A far job by id: its location and record, or nil.
+local function far_locate(id)
+  local start, page, indexed
+  local at = redis.call('HGET', K_FARIDX, id)
+  if at then
+    at = tonumber(at)
+    page = at % FAR_PAGES
+    start, indexed = (at - page) / FAR_PAGES, true
+  else
+    start, page = hinted(id)
+    if not start then return nil end
+  end
+  local key = far_page_key(start, page)
+  local head = string.char(indexed and 1 or 0, #id - 1) .. id
+  local first = 0
+  repeat
+    local part = redis.call('LRANGE', key, first, first + READ_CHUNK - 1)
+    for i, e in ipairs(part) do
+      if string.sub(e, 1, #head) == head then
+        local loc = {start = start, key = key, index = first + i - 1, indexed = indexed}
+        return loc, string.sub(e, #head + 1)
+      end
+    end
+    first = first + READ_CHUNK
+  until #part < READ_CHUNK
+  return nil
+end
+
+-- Bucket `start` is empty: dropped, with its pages and bookkeeping.
+local function drop_bucket(start)
+  local field = istr(start)
+  local left = tonumber(redis.call('HGET', K_FARN, field) or '0')
+  if left ~= 0 then redis.call('HINCRBY', K_FARN, 'all', -left) end
+  local keys, fields = {}, {field}
+  for p = 0, FAR_PAGES - 1 do
+    keys[#keys + 1] = far_page_key(start, p)
+    fields[#fields + 1] = field .. ':' .. p
+  end
+  redis.call('DEL', unpack(keys))
+  redis.call('HDEL', K_FARN, unpack(fields))
+  redis.call('ZREM', K_FAR, field)
+  if redis.call('EXISTS', K_FAR) == 0 then redis.call('DEL', K_FARN) end -- no counts left
+end
+
+-- Count `n` more (or fewer) jobs in bucket `start`; a bucket left empty is dropped.
+local function far_count(start, n)
+  local field = istr(start)
+  redis.call('HINCRBY', K_FARN, 'all', n)
+  local left = redis.call('HINCRBY', K_FARN, field, n)
+  if left == n and n > 0 then redis.call('ZADD', K_FAR, start, field) end
+  if left <= 0 then drop_bucket(start) end
+end
+
+-- Take the job at `loc` (far_locate) out of the far tier.
+local function far_remove(loc, id)
+  redis.call('LSET', loc.key, loc.index, '')
+  if loc.indexed then redis.call('HDEL', K_FARIDX, id) end
+  far_count(loc.start, -1)
+end
+
+-- Appends gathered by a call (put.lua adds many): page key -> elements, bucket
+-- -> count, and the index's field/value pairs; far_flush writes them.
+local far_batch = {pages = {}, order = {}, counts = {}, index = {}}
+
+local function far_add(id, raw, start, seq)
+  local page, indexed = nil, false
+  local hs, hp = hinted(id)
+  if hs == start then page = hp else page, indexed = seq % FAR_PAGES, true end
+  local key = far_page_key(start, page)
+  local elements = far_batch.pages[key]
+  if not elements then
+    elements = {}
+    far_batch.pages[key] = elements
+    far_batch.order[#far_batch.order + 1] = key
+  end
+  elements[#elements + 1] = string.char(indexed and 1 or 0, #id - 1) .. id .. raw
+  far_batch.counts[start] = (far_batch.counts[start] or 0) + 1
+  if indexed then
+    local index = far_batch.index
+    index[#index + 1], index[#index + 2] = id, istr(start * FAR_PAGES + page)
+  end
+end
+
+local function far_flush()
+  for _, key in ipairs(far_batch.order) do call_chunked('RPUSH', key, far_batch.pages[key]) end
+  for start, n in pairs(far_batch.counts) do far_count(start, n) end
+  if #far_batch.index > 0 then call_chunked('HSET', K_FARIDX, far_batch.index) end
+  far_batch = {pages = {}, order = {}, counts = {}, index = {}}
+end
+
+-- The first bucket whose promotion is due, or nil.
+local function promotable(now)
+  local first = redis.call('ZRANGE', K_FAR, 0, 0, 'WITHSCORES')
+  if #first == 0 then return nil end
+  local start = tonumber(first[2])
+  if start - math.max(FAR_HORIZON, 0) > now then return nil end
+  return start
+end
+
+-- Promote up to `budget` far jobs whose bucket's promotion is due, off the head
+-- of its pages: into delayed, or ready when due already. Returns how many
+-- became ready.
+local function far_promote(now, budget)
+  local made = 0
+  while budget > 0 do
+    local start = promotable(now)
+    if not start then break end
+    local records, delayed, readies, in_index, taken = {}, {}, {}, {}, 0
+    for page = 0, FAR_PAGES - 1 do
+      if budget <= 0 then break end
+      local key = far_page_key(start, page)
+      local part = redis.call('LRANGE', key, 0, budget - 1)
+      if #part > 0 then
+        for _, e in ipairs(part) do
+          local id, raw, indexed = far_entry_parts(e)
+          if id then
+            local _, due, prio, _, seq = struct.unpack(HEAD, raw)
+            records[#records + 1], records[#records + 2] = id, raw
+            if due > now then
+              delayed[#delayed + 1], delayed[#delayed + 2] = istr(due), id
+            else
+              readies[#readies + 1], readies[#readies + 2] =
+                ready_score(prio, due), struct.pack('>i6', seq) .. id
+            end
+            if indexed then in_index[#in_index + 1] = id end
+            taken = taken + 1
+          end
+        end
+        redis.call('LTRIM', key, #part, -1)
+        redis.call('HINCRBY', K_FARN, istr(start) .. ':' .. page, #part)
+        budget = budget - #part
+      end
+    end
+    if taken > 0 then
+      jobs_put(records)
+      if #delayed > 0 then zadd_many(K_DELAYED, delayed) end
+      if #readies > 0 then zadd_many(K_READY, readies) end
+      if #in_index > 0 then call_chunked('HDEL', K_FARIDX, in_index) end
+      made = made + #readies / 2
+    end
+    far_count(start, -taken) -- dropped once empty
+    if budget > 0 and redis.call('ZSCORE', K_FAR, istr(start)) then
+      -- pages all read, yet the bucket counts jobs: no transition leaves that
+      -- (a hand-edited store might); dropped rather than walked forever
+      drop_bucket(start)
+    end
+  end
+  return made
+end
+
+-- When the far tier next needs a call: now while a promotion is due, else the
+-- time of the next promotion, or nil when the tier is empty.
+local function far_next_at(now)
+  local first = redis.call('ZRANGE', K_FAR, 0, 0, 'WITHSCORES')
+  if #first == 0 then return nil end
+  return math.max(tonumber(first[2]) - math.max(FAR_HORIZON, 0), now)
+end
+
+-- How many far jobs there are, and how many of them are in buckets wholly due
+-- by `now` (not promoted yet: no consumer has called since).
+local function far_due_count(now)
+  local all = tonumber(redis.call('HGET', K_FARN, 'all') or '0')
+  if all == 0 then return 0, 0 end
+  local due = 0
+  local buckets = redis.call('ZRANGEBYSCORE', K_FAR, '-inf', now - FAR_WIDTH, 'LIMIT', 0, 1000)
+  if #buckets > 0 then
+    for _, n in ipairs(redis.call('HMGET', K_FARN, unpack(buckets))) do due = due + tonumber(n or '0') end
+  end
+  return all, due
+end
+
+-- About `limit` far jobs from the cursor on (bucket start, page, index counted
+-- from the page's first element ever): a flat list of id, record pairs, and the
+-- cursor after them (nil at the end).
+local function far_entries(start, page, index, limit)
+  local out = {}
+  while #out < 2 * limit do
+    local buckets = redis.call('ZRANGEBYSCORE', K_FAR, start, '+inf', 'LIMIT', 0, 1)
+    if #buckets == 0 then return out, nil end
+    if tonumber(buckets[1]) ~= start then start, page, index = tonumber(buckets[1]), 0, 0 end
+    local key = far_page_key(start, page)
+    local trimmed = tonumber(redis.call('HGET', K_FARN, istr(start) .. ':' .. page) or '0')
+    local first = math.max(index - trimmed, 0)
+    local part = redis.call('LRANGE', key, first, first + limit - #out / 2 - 1)
+    for _, e in ipairs(part) do
+      local id, raw = far_entry_parts(e)
+      if id then out[#out + 1], out[#out + 2] = id, raw end
+    end
+    index = trimmed + first + #part
+    if first + #part >= redis.call('LLEN', key) then
+      page, index = page + 1, 0
+      if page == FAR_PAGES then start, page = start + 1, 0 end
+    end
+  end
+  return out, {start, page, index}
+end
