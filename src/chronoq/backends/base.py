@@ -238,7 +238,8 @@ class Backend(ABC):
         """About ``limit`` jobs of one shard of the topic after ``cursor`` (None:
         from the start); the page's cursor is None at the end. A job that stays
         in the shard during the whole scan is returned at least once (Redis
-        may return it twice)."""
+        may return it twice; on Redis, a job rescheduled into the far tier
+        during the scan may be missed)."""
 
     @abstractmethod
     def log_shards(self, topic: str | None) -> list[LogShard]:

@@ -1,8 +1,8 @@
 """Function calls packed for the wire once per shard, not once per call.
 
 Every call of a chronoq function starts with the same arguments for a shard:
-``FCALL <function> 13 <the shard's 13 keys> <event cap>``. redis-py packed
-those 17 arguments again on every call (a third of a single put's client
+``FCALL <function> 16 <the shard's 16 keys> <event cap:horizon:bucket width>``.
+redis-py packed those 20 arguments again on every call (a third of a single put's client
 time); a ``Head`` holds them packed, and a ``Packed`` call adds only its own
 arguments. A cluster link routes by key, so it asks for the arguments back
 (``as_tuple``) and packs them the usual way. No I/O here.
