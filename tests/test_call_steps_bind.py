@@ -138,6 +138,7 @@ def _workload(run: Callable[..., Any]) -> None:
     run("pause", "t")
     run("resume", "t")
     assert run("stats", "t", per_shard=True)
+    assert run("forecast", "t", until=time.time() + 7200.0, step=1800.0).counts
     assert "t" in run("topics")
     run("events", "t", cursor=None, limit=5)
     run("jobs", "t", shard=0, cursor=None, limit=5)

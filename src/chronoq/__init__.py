@@ -2,7 +2,16 @@
 
 from chronoq import errors
 from chronoq.backoff import Backoff
-from chronoq.job import Event, EventPage, Job, JobInfo, JobLease, PutResult, Reservation
+from chronoq.job import (
+    Event,
+    EventPage,
+    Forecast,
+    Job,
+    JobInfo,
+    JobLease,
+    PutResult,
+    Reservation,
+)
 from chronoq.queue import Queue, connect
 from chronoq.recurring import Recurring, RecurringRun
 from chronoq.states import EventKind, State
@@ -16,6 +25,7 @@ __all__ = [
     "Event",
     "EventKind",
     "EventPage",
+    "Forecast",
     "Job",
     "JobInfo",
     "JobLease",

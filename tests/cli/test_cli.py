@@ -239,6 +239,43 @@ def test_stats_topics_pause_resume(run: Run, run_json: Json, topic: str) -> None
     assert topic in run("topics").stdout
 
 
+def _put_hours(sqlite_url: str, topic: str, *hours: float) -> None:
+    with chronoq.connect(sqlite_url) as queue:
+        for h in hours:
+            queue.put(topic, None, delay=h * 3600)
+
+
+def test_forecast_json(run_json: Json, sqlite_url: str, topic: str) -> None:
+    _put_hours(sqlite_url, topic, 0.4, 1.4, 1.6, 30)
+    before = now_ms()
+    day = run_json("forecast", topic)  # the next day by the hour
+    assert set(day) == {"topic", "start", "step", "counts", "later"}
+    assert (day["topic"], day["step"], day["later"]) == (topic, 3600.0, 1)
+    assert day["counts"] == [1, 2] + [0] * 22 and before <= day["start"] <= now_ms()
+    halves = run_json("forecast", topic, "--until", "2h", "--step", "30m")
+    assert halves["counts"] == [1, 0, 1, 1] and halves["later"] == 1
+    seconds = run_json("forecast", topic, "--until", "7200", "--step", "5400")
+    assert seconds["counts"] == [2, 1] and seconds["step"] == 5400.0
+    weeks = run_json("forecast", topic, "--until", "2100-01-01", "--step", "1w")
+    assert weeks["counts"][0] == 4 and sum(weeks["counts"]) == 4 and weeks["later"] == 0
+    assert len(weeks["counts"]) > 52 * 70
+
+
+def test_forecast_table(run: Run, sqlite_url: str, topic: str) -> None:
+    _put_hours(sqlite_url, topic, 0.4, 1.4, 1.6, 30)
+    result = run("forecast", topic, "--until", "3h", "--store", sqlite_url)
+    assert result.exit_code == 0, result.stderr
+    text = result.stdout
+    assert f"delayed jobs of {topic} due per 1h" in text and "step start" in text
+    rows = [line for line in text.splitlines() if ISO_MS.search(line) and "│" in line]
+    assert len(rows) == 3
+    counts = [int(row.split("│")[2]) for row in rows]
+    bars = [row.split("│")[3].strip() for row in rows]
+    assert counts == [1, 2, 0]
+    assert bars == ["█" * 20, "█" * 40, ""]  # the busiest step is 40 wide
+    assert re.search(r"later: 1 due from \d{4}-\d\d-\d\dT", text)
+
+
 def test_purge(run: Run, run_json: Json, topic: str) -> None:
     for _ in range(3):
         run_json("put", topic, "--delay", "60")
@@ -276,7 +313,7 @@ def test_bytes_payload_is_base64_in_json(run_json: Json, sqlite_url: str, topic:
 def test_every_command_and_option_has_help(runner: CliRunner) -> None:
     assert set(cli.commands) >= {
         "put", "reserve", "ack", "nack", "get", "delete", "reschedule", "stats", "topics",
-        "dead", "requeue", "purge", "pause", "resume", "demo",
+        "dead", "requeue", "purge", "pause", "resume", "demo", "forecast",
     }  # fmt: skip
     for name, command in cli.commands.items():
         assert command.help, name

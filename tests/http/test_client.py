@@ -5,13 +5,13 @@ through ``Client`` and ``AsyncClient`` in turn: each returns what the
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 import chronoq.http
-from chronoq import Job, JobInfo, JobLease, PutResult, Reservation, State
+from chronoq import Forecast, Job, JobInfo, JobLease, PutResult, Reservation, State
 from chronoq.backoff import Backoff
 from chronoq.errors import InvalidInput, LeaseLost
 
@@ -198,3 +198,20 @@ def test_context_manager_and_repr(server: Any) -> None:
         assert repr(client) == f"<chronoq.http.Client {server.url}>"
         assert "secret" not in repr(client)
         assert client.topics() == []
+
+
+def test_forecast_as_the_queue_gives_it(api_client: Any, topic: str) -> None:
+    for name, hours in (("a", 0.4), ("b", 0.7), ("c", 1.4), ("d", 26.0)):
+        api_client.put(topic, name, id=name, delay=hours * 3600)
+    found = api_client.forecast(topic, until=time.time() + 2 * 3600)
+    assert isinstance(found, Forecast)
+    assert (found.topic, found.step, found.counts, found.later) == (topic, 3600.0, (2, 1), 1)
+    assert abs(found.start - now_ms()) < 60_000
+    at = datetime.now(UTC) + timedelta(hours=2)
+    assert api_client.forecast(topic, until=at, step=1800).counts == (1, 1, 1, 0)
+    with pytest.raises(InvalidInput, match="step must be at least 1 s"):
+        api_client.forecast(topic, until=at, step=0.5)  # checked by the client, as by Queue
+    with pytest.raises(InvalidInput, match="until must be later than now"):
+        api_client.forecast(topic, until=time.time() - 60)  # by the server's store
+    with pytest.raises(InvalidInput, match="at most 10000 steps"):
+        api_client.forecast(topic, until=time.time() + 20_000, step=1)

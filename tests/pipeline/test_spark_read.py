@@ -51,16 +51,20 @@ def test_a_batch_read_of_jobs_by_state(spark: Any, store_url: str, topic: str) -
             ],
         )
         q.put_many(topic, [chronoq.Job(b"\x01", id=f"d{n}", delay=600) for n in range(25)])
+        # due in two hours: on Redis in the far tier, with ids of their own and generated
+        q.put_many(topic, [chronoq.Job(b"\x01", id=f"f{n}", delay=7200) for n in range(10)])
+        far = {r.id for r in q.put_many(topic, [chronoq.Job(b"\x01", delay=7200)] * 10)}
         leased = q.reserve(topic, count=5)
     reader = spark.read.format("chronoq").option("store", store_url).option("what", "jobs")
     jobs = reader.option("topic", topic).load()
-    assert jobs.count() == 65
+    assert jobs.count() == 85
     counts = {row["state"]: row["count"] for row in jobs.groupBy("state").count().collect()}
-    assert counts == {"ready": 35, "reserved": 5, "delayed": 25}
+    assert counts == {"ready": 35, "reserved": 5, "delayed": 45}
     traced = jobs.where("traceparent is not null").collect()
     assert [(row["id"], row["traceparent"]) for row in traced] == [("r7", trace)]
     delayed = reader.option("topic", topic).option("state", "delayed").load().collect()
-    assert {row["id"] for row in delayed} == {f"d{n}" for n in range(25)}
+    ids = {f"d{n}" for n in range(25)} | {f"f{n}" for n in range(10)} | far
+    assert {row["id"] for row in delayed} == ids
     assert all(row["payload"] is None and row["payload_bytes"] == b"\x01" for row in delayed)
     held = reader.option("topic", topic).option("state", "reserved").load().collect()
     assert {row["id"] for row in held} == {job.id for job in leased}

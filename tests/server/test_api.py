@@ -108,3 +108,43 @@ def test_delete_reschedule_pause(http: httpx.Client) -> None:
 def test_a_job_id_with_a_slash(http: httpx.Client) -> None:
     put(http, "s", id="a/b?c", payload=1)
     assert http.get("/v1/topics/s/jobs/a%2Fb%3Fc").json()["id"] == "a/b?c"
+
+
+def test_forecast(http: httpx.Client) -> None:
+    for name, delay in (("a", 1500), ("b", 2000), ("c", 4500), ("d", 90_000)):
+        put(http, "f", id=name, delay=delay)
+    put(http, "f", id="now")  # ready: not forecast
+    until = time.time() + 3 * 3600
+    answer = http.get("/v1/topics/f/forecast", params={"until": until})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert set(body) == {"topic", "start", "step", "counts", "later"}
+    assert (body["topic"], body["step"], body["counts"], body["later"]) == (
+        "f",
+        3600.0,
+        [2, 1, 0],
+        1,
+    )
+    assert isinstance(body["start"], int) and abs(body["start"] - time.time() * 1000) < 60_000
+    halves = http.get("/v1/topics/f/forecast", params={"until": until, "step": "1800"}).json()
+    assert halves["counts"] == [1, 1, 1, 0, 0, 0] and halves["step"] == 1800.0
+
+
+def test_forecast_refuses_bad_input(http: httpx.Client) -> None:
+    later = str(time.time() + 3600)
+    for params, complaint in [
+        ({}, "until is required: Unix time in seconds"),
+        ({"until": "soon"}, "until must be a number, got 'soon'"),
+        ({"until": str(time.time() - 60)}, "until must be later than now"),
+        ({"until": "1e15"}, "(was it in milliseconds?)"),
+        ({"until": "nan"}, "until must be a datetime or epoch seconds"),
+        ({"until": later, "step": "0.5"}, "step must be at least 1 s"),
+        ({"until": later, "step": "1h"}, "step must be a number, got '1h'"),
+        ({"until": str(time.time() + 20_000), "step": "1"}, "at most 10000 steps"),
+    ]:
+        answer = http.get("/v1/topics/f/forecast", params=params)
+        assert answer.status_code == 400, (params, answer.text)
+        error = answer.json()["error"]
+        assert error["code"] == "invalid_input" and complaint in error["message"], params
+    bad_topic = http.get("/v1/topics/no%20space/forecast", params={"until": later})
+    assert bad_topic.status_code == 400

@@ -22,7 +22,7 @@ PAGE = Path(__file__).resolve().parents[2] / "docs" / "http.md"
 BASE = "http://127.0.0.1:7070"
 # ``sh`` blocks that talk to the server, each with the ``json`` answer shown after it, if any
 STEP = re.compile(r"```sh\n(.*?)```\n(?:```json\n(.*?)```)?", re.S)
-VARYING = {"due_at", "deadline", "created_at", "lease", "store"}  # times, tokens, paths
+VARYING = {"due_at", "deadline", "created_at", "start", "lease", "store"}  # times, tokens, paths
 
 
 def _steps() -> list[tuple[str, str | None]]:

@@ -166,7 +166,7 @@ def test_topic_panel_and_summary(http: httpx.Client, queue: chronoq.Queue) -> No
     loads = [
         d.attrib["hx-get"] for d in panel.iter("div") if "load" in d.attrib.get("hx-trigger", "")
     ]
-    assert loads == ["topics/orders/dead", "topics/orders/delayed"]
+    assert loads == ["topics/orders/forecast", "topics/orders/dead", "topics/orders/delayed"]
     counts = {
         texts(c.find("span")): texts(c.find("b"))  # type: ignore[arg-type]
         for c in panel.iter("div")
@@ -176,6 +176,36 @@ def test_topic_panel_and_summary(http: httpx.Client, queue: chronoq.Queue) -> No
     summary_doc = get(http, "/ui/topics/orders/summary")
     assert "the last reserve of this topic" in texts(summary_doc)
     assert posts(summary_doc) == ["topics/orders/pause"]
+
+
+def test_forecast_chart_of_the_next_day(http: httpx.Client, queue: chronoq.Queue) -> None:
+    for n, hours in enumerate((0.4, 0.6, 1.5, 23.5, 30)):
+        queue.put("orders.eu", n, id=f"j{n}", delay=hours * 3600)
+    queue.put("orders.eu", "now", id="ready")  # due: not forecast
+    doc = get(http, "/ui/topics/orders.eu/forecast")
+    section = doc.find("section")
+    assert section is not None and section.attrib["hx-get"] == "topics/orders.eu/forecast"
+    assert section.attrib["hx-trigger"].startswith("every 60s")
+    assert "Due in the next 24 hours (4)" in texts(section)
+    assert "1 more due after" in texts(section)
+    svg = section.find("svg")
+    assert svg is not None and svg.attrib["role"] == "img"
+    assert svg.attrib["aria-label"].endswith("UTC: 4 in all")
+    bars = svg.findall("g")
+    assert len(bars) == 24
+    counts = [int(bar.findtext("text[@class='count']") or 0) for bar in bars]
+    assert counts == [2, 1] + [0] * 21 + [1]
+    titles = [bar.findtext("title") or "" for bar in bars]
+    span = r"^\d{4}-\d\d-\d\d (\d\d):(\d\d)–(\d\d):(\d\d) UTC: "
+    assert re.match(span + "2 jobs due$", titles[0]) and re.match(span + "1 job due$", titles[1])
+    assert re.match(span + "0 jobs due$", titles[2])
+    starts = [re.match(span, title) for title in titles]
+    hours = [int(found.group(1)) for found in starts if found]
+    assert hours == [(hours[0] + i) % 24 for i in range(24)]  # hour after hour
+    heights = [int(rect.attrib["height"]) for rect in svg.iter("rect")]
+    assert heights[0] == max(heights) > heights[1] > heights[2] == 0
+    labels = [bar.findtext("text[@class='axis']") for bar in bars]
+    assert [label is not None for label in labels] == [i % 3 == 0 for i in range(24)]
 
 
 def test_job_lookup_shows_every_field(http: httpx.Client, queue: chronoq.Queue) -> None:
@@ -333,6 +363,7 @@ def test_user_values_are_escaped_everywhere(http: httpx.Client, queue: chronoq.Q
         "/ui/topics/orders",
         "/ui/topics/orders/dead",
         "/ui/topics/orders/delayed",
+        "/ui/topics/orders/forecast",
         *lookups,
     ]:
         answer = http.get(path)

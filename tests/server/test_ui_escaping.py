@@ -134,10 +134,16 @@ def test_hostile_ids_in_the_actions_answers(http: httpx.Client, queue: chronoq.Q
 def test_the_pages_that_show_no_user_value_stay_clean(
     http: httpx.Client, queue: chronoq.Queue
 ) -> None:
-    """The topics table and a topic's panel show topics and counts only;
-    the page echoes a topic from its link only when it is a valid one."""
+    """The topics table, a topic's panel and its forecast show topics,
+    counts and times only; the page echoes a topic from its link only when
+    it is a valid one."""
     put_hostile(queue)
-    for path in ("/ui/topics", "/ui/topics/orders", "/ui/topics/orders/summary"):
+    for path in (
+        "/ui/topics",
+        "/ui/topics/orders",
+        "/ui/topics/orders/summary",
+        "/ui/topics/orders/forecast",
+    ):
         source, parsed = page(http, path)
         no_raw_markup(path, source, parsed)
     for topic in HOSTILE:

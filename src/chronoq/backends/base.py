@@ -73,6 +73,7 @@ from chronoq.backends.watchers import AsyncWatcher, TopicsWatcher, watch_each
 from chronoq.backoff import Backoff
 from chronoq.job import (
     EventPage,
+    Forecast,
     JobInfo,
     JobLease,
     JobPage,
@@ -211,6 +212,14 @@ class Backend(ABC):
         """Counts by state; with ``per_shard``, also ``shards``: the counts of each."""
 
     @abstractmethod
+    def forecast(self, topic: str, until_ms: int, step_ms: int) -> Forecast:
+        """How many delayed jobs fall due per step of ``step_ms`` from the
+        store's now until ``until_ms``, and after (docs/contract.md §3), read
+        from an index of due times, never from the jobs' records. Raises
+        ``InvalidInput`` when ``until_ms`` is not later than now or is over
+        ``MAX_FORECAST_STEPS`` steps away (``job.forecast_steps``)."""
+
+    @abstractmethod
     def topics(self) -> list[str]: ...
 
     @abstractmethod
@@ -347,6 +356,9 @@ class AsyncBackend(ABC):
 
     @abstractmethod
     async def stats(self, topic: str, per_shard: bool = False) -> dict[str, Any]: ...
+
+    @abstractmethod
+    async def forecast(self, topic: str, until_ms: int, step_ms: int) -> Forecast: ...
 
     @abstractmethod
     async def topics(self) -> list[str]: ...

@@ -30,6 +30,7 @@ __all__ = [
     "LeaseRef",
     "check_limit",
     "error_text",
+    "forecast_args",
     "jobs_args",
     "lease_args",
     "leases_of",
@@ -128,6 +129,14 @@ def reschedule_args(
         raise InvalidInput("reschedule takes exactly one of delay or run_at")
     delay_ms = 0 if delay is None else duration_ms(delay, "delay")
     return delay_ms, None if run_at is None else run_at_ms(run_at)
+
+
+def forecast_args(topic: str, until: datetime | float, step: float) -> tuple[int, int]:
+    """The end and the step of a forecast in ms. Whether ``until`` is later
+    than now, and how many steps away, only the store can tell: its clock is
+    the one that counts (``job.forecast_steps``)."""
+    validate_topic(topic)
+    return run_at_ms(until, "until"), duration_ms(step, "step", minimum_ms=1000)
 
 
 def requeue_ids(topic: str, ids: Sequence[str] | None) -> list[str] | None:

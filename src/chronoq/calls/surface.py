@@ -11,7 +11,17 @@ from chronoq.calls.consuming import Ack, AckMany, Bury, Nack, Release, Reserve, 
 from chronoq.calls.producing import Put, PutMany
 from chronoq.calls.reading import Jobs, LogHead, LogShards, LogTrim, ReadLog
 from chronoq.calls.recurring import DefineRecurring, RecurringList, RecurringRemove, RunRecurring
-from chronoq.calls.topicwide import Dead, Events, Pause, Purge, Requeue, Resume, Stats, Topics
+from chronoq.calls.topicwide import (
+    Dead,
+    DueForecast,
+    Events,
+    Pause,
+    Purge,
+    Requeue,
+    Resume,
+    Stats,
+    Topics,
+)
 
 __all__ = ["Operations", "StoreOperations"]
 
@@ -35,6 +45,7 @@ class Operations:
     reschedule = Op(Reschedule)
 
     stats = Op(Stats)
+    forecast = Op(DueForecast)
     topics = Op(Topics)
     dead = Op(Dead)
     requeue = Op(Requeue)

@@ -1,16 +1,27 @@
-"""Calls on a whole topic (or every topic): stats, topics, dead jobs,
-requeue, purge, pause, resume, the event log."""
+"""Calls on a whole topic (or every topic): stats, the forecast, topics,
+dead jobs, requeue, purge, pause, resume, the event log."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from chronoq.calls.call import Call, StoreSide, Use
-from chronoq.calls.checks import check_limit, requeue_ids
-from chronoq.job import EventPage, JobInfo, validate_topic
+from chronoq.calls.checks import check_limit, forecast_args, requeue_ids
+from chronoq.job import EventPage, Forecast, JobInfo, validate_topic
 
-__all__ = ["Dead", "Events", "Pause", "Purge", "Requeue", "Resume", "Stats", "Topics"]
+__all__ = [
+    "Dead",
+    "DueForecast",
+    "Events",
+    "Pause",
+    "Purge",
+    "Requeue",
+    "Resume",
+    "Stats",
+    "Topics",
+]
 
 
 class Stats(Call[dict[str, Any]]):
@@ -26,6 +37,23 @@ class Stats(Call[dict[str, Any]]):
 
     def store(self, side: StoreSide) -> Use:
         return Use("stats", (self.topic, self.per_shard))
+
+
+class DueForecast(Call[Forecast]):
+    """How many delayed jobs fall due in each ``step`` (seconds, at least 1,
+    ms resolution) from now until ``until`` (a datetime, naive means UTC, or
+    epoch seconds; later than now by the store's clock, and at most 10,000
+    steps away), and after: a ``Forecast`` whose ``start`` is the store's
+    now. Read from the store's index of due times, never from the jobs."""
+
+    __slots__ = ("step_ms", "topic", "until_ms")
+
+    def __init__(self, topic: str, *, until: datetime | float, step: float = 3600.0) -> None:
+        self.until_ms, self.step_ms = forecast_args(topic, until, step)
+        self.topic = topic
+
+    def store(self, side: StoreSide) -> Use:
+        return Use("forecast", (self.topic, self.until_ms, self.step_ms))
 
 
 class Topics(Call[list[str]]):

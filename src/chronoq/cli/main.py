@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
 import click
@@ -31,7 +31,13 @@ from chronoq.cli.app import (
 )
 from chronoq.cli.demo import run_demo
 from chronoq.cli.export import export
-from chronoq.cli.parsing import check_one_time, parse_payload, parse_run_at
+from chronoq.cli.parsing import (
+    check_one_time,
+    parse_duration,
+    parse_payload,
+    parse_run_at,
+    parse_until,
+)
 from chronoq.cli.serve import serve, token
 from chronoq.cli.worker import worker
 
@@ -244,6 +250,21 @@ def stats(app: App, topic: str) -> None:
     """Count the jobs of TOPIC by state."""
     counts = app.queue().stats(topic)
     app.out.emit({"topic": topic, **counts}, lambda: output.stats_table(topic, counts))
+
+
+@cli.command()
+@topic_arg
+@click.option("--until", default="1d", show_default=True, callback=parse_until, metavar="WHEN",
+              help="A duration from now (90m, 12h, 30d, seconds) or an ISO 8601 time.")  # fmt: skip
+@click.option("--step", default="1h", show_default=True, callback=parse_duration,
+              metavar="DURATION", help="The length of a step (30m, 1h, 1d, seconds).")  # fmt: skip
+@pass_app
+def forecast(app: App, topic: str, until: datetime | timedelta, step: float) -> None:
+    """Count the delayed jobs of TOPIC falling due in each step until --until."""
+    if isinstance(until, timedelta):
+        until = datetime.now(UTC) + until
+    found = app.queue().forecast(topic, until=until, step=step)
+    app.out.emit(output.forecast_doc(found), lambda: output.forecast_view(found))
 
 
 @cli.command()

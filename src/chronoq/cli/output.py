@@ -13,16 +13,18 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from rich.console import Console, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from chronoq.job import JobInfo, PutResult, Reservation
+from chronoq.job import Forecast, JobInfo, PutResult, Reservation
 
 __all__ = [
     "Output",
     "clock_ms",
     "dead_table",
+    "forecast_doc",
+    "forecast_view",
     "info_doc",
     "info_table",
     "iso_ms",
@@ -38,6 +40,7 @@ __all__ = [
 ]
 
 PIPE_WIDTH = 160  # tables piped to a file or a pager: wide rows beat wrapped cells
+BAR_WIDTH = 40  # characters of the longest bar of a forecast
 
 
 class Output:
@@ -255,3 +258,38 @@ def stats_table(topic: str, stats: dict[str, Any]) -> Table:
             text = str(value)
         table.add_row(name, Text(text))
     return table
+
+
+def _span(seconds: float) -> str:
+    """``1h``, ``30m``, ``2d``: in the largest unit that divides it, else seconds."""
+    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def forecast_doc(forecast: Forecast) -> dict[str, Any]:
+    return {
+        "topic": forecast.topic,
+        "start": forecast.start,
+        "step": forecast.step,
+        "counts": list(forecast.counts),
+        "later": forecast.later,
+    }
+
+
+def forecast_view(forecast: Forecast) -> RenderableType:
+    """A row per step (its start, its count, a bar scaled to the busiest
+    step), then the jobs due later."""
+    title = f"delayed jobs of {forecast.topic} due per {_span(forecast.step)} (the store's clock)"
+    table = Table(title=Text(title), title_justify="left", header_style="bold")
+    table.add_column("step start")
+    table.add_column("count", justify="right")
+    table.add_column("", no_wrap=True)
+    step_ms = round(forecast.step * 1000)
+    top = max(forecast.counts, default=0)
+    for i, count in enumerate(forecast.counts):
+        bar = "█" * -(-BAR_WIDTH * count // top) if top else ""
+        table.add_row(iso_ms(forecast.start + i * step_ms), str(count), Text(bar, style="cyan"))
+    end = forecast.start + len(forecast.counts) * step_ms
+    return Group(table, message(f"later: {forecast.later} due from {iso_ms(end)} on"))

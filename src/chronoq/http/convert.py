@@ -1,5 +1,5 @@
 """chronoq's values to the JSON bodies of the /v1 API and back: jobs to put,
-reservations, job snapshots. No I/O. Binary payloads travel as ``payload_b64``;
+reservations, job snapshots, forecasts. No I/O. Binary payloads travel as ``payload_b64``;
 times are ms since the epoch and durations seconds, as in the Python API."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 from chronoq.errors import InvalidInput, InvalidJob
 from chronoq.job import (
     DEFAULT_MAX_PAYLOAD,
+    Forecast,
     Job,
     JobInfo,
     PutResult,
@@ -22,7 +23,7 @@ from chronoq.job import (
 )
 from chronoq.states import State
 
-__all__ = ["encode", "info", "job_body", "put_result", "reservation", "run_at_s"]
+__all__ = ["encode", "forecast", "info", "job_body", "put_result", "reservation", "run_at_s"]
 
 _BINARY = (bytes, bytearray, memoryview)
 _DEFAULT = Job()
@@ -137,4 +138,14 @@ def info(body: dict[str, Any]) -> JobInfo:
         body.get("deadline"),
         float(body["unique_for"]),
         body.get("traceparent"),
+    )
+
+
+def forecast(body: dict[str, Any]) -> Forecast:
+    return Forecast(
+        body["topic"],
+        body["start"],
+        float(body["step"]),
+        tuple(body["counts"]),
+        body["later"],
     )

@@ -19,11 +19,21 @@ from chronoq.calls.by_id import Delete, Get, Reschedule
 from chronoq.calls.call import Call
 from chronoq.calls.consuming import Ack, AckMany, Bury, Nack, Release, Reserve, Touch
 from chronoq.calls.producing import Put, PutMany
-from chronoq.calls.topicwide import Dead, Pause, Purge, Requeue, Resume, Stats, Topics
+from chronoq.calls.topicwide import (
+    Dead,
+    DueForecast,
+    Pause,
+    Purge,
+    Requeue,
+    Resume,
+    Stats,
+    Topics,
+)
 from chronoq.errors import InvalidInput, InvalidJob
 from chronoq.http.convert import (
     encode,
     encode_jobs,
+    forecast,
     info,
     job_body,
     put_result,
@@ -31,6 +41,7 @@ from chronoq.http.convert import (
     run_at_s,
 )
 from chronoq.job import (
+    Forecast,
     JobInfo,
     JobLease,
     PutResult,
@@ -284,6 +295,14 @@ def _stats(call: Stats, limits: Limits) -> Steps[dict[str, Any]]:
     path = _topic(call.topic) + "/stats"
     answer: dict[str, Any] = yield Request("GET", path, params=params, repeatable=True)
     return answer
+
+
+@_over_http(DueForecast)
+def _forecast(call: DueForecast, limits: Limits) -> Steps[Forecast]:
+    # until in epoch seconds as run_at travels; the server checks it against its store's now
+    params = {"until": repr(call.until_ms / 1000), "step": repr(call.step_ms / 1000)}
+    path = _topic(call.topic) + "/forecast"
+    return forecast((yield Request("GET", path, params=params, repeatable=True)))
 
 
 @_over_http(Topics)

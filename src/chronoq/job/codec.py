@@ -20,6 +20,7 @@ from chronoq.ids import new_id
 from chronoq.job.values import (
     DEFAULT_MAX_PAYLOAD,
     MAX_DURATION_S,
+    MAX_FORECAST_STEPS,
     MAX_PRIORITY,
     YEAR_10000,
     Job,
@@ -31,6 +32,7 @@ __all__ = [
     "decode_payload",
     "duration_ms",
     "encode_payload",
+    "forecast_steps",
     "prepare_job",
     "run_at_ms",
     "shard_of",
@@ -95,19 +97,43 @@ def duration_ms(value: object, name: str, *, minimum_ms: int = 0) -> int:
     raise InvalidInput(f"{name} must be at least {minimum_ms / 1000:g} s, got {value!r}")
 
 
-def run_at_ms(value: object) -> int:
-    """A datetime (naive means UTC) or epoch seconds to epoch ms."""
+def run_at_ms(value: object, name: str = "run_at") -> int:
+    """A datetime (naive means UTC) or epoch seconds to epoch ms; ``name``
+    is the argument's, for the message."""
     if isinstance(value, datetime):
         moment = value if value.tzinfo else value.replace(tzinfo=UTC)
         return math.floor(moment.timestamp() * 1000)
     if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
-        raise InvalidInput(f"run_at must be a datetime or epoch seconds, got {value!r}")
+        raise InvalidInput(f"{name} must be a datetime or epoch seconds, got {value!r}")
     if not 0 <= value < YEAR_10000:  # beyond that it is ms or µs passed as seconds
         raise InvalidInput(
-            f"run_at {value!r} is not an epoch time in seconds before the year 10000 "
+            f"{name} {value!r} is not an epoch time in seconds before the year 10000 "
             "(was it in milliseconds?)"
         )
     return math.floor(value * 1000)
+
+
+def forecast_steps(start_ms: int, until_ms: int, step_ms: int) -> int:
+    """The steps of a forecast from the store's now (``start_ms``): enough to
+    reach ``until_ms``, at most ``MAX_FORECAST_STEPS``; raises ``InvalidInput``.
+    Both stores check with it, as only they know their now."""
+    if until_ms <= start_ms:
+        raise InvalidInput(
+            f"until must be later than now, by the store's clock: got {_iso(until_ms)}, "
+            f"and it is {_iso(start_ms)}; pass a time in the future"
+        )
+    steps = -(-(until_ms - start_ms) // step_ms)
+    if steps > MAX_FORECAST_STEPS:
+        raise InvalidInput(
+            f"a forecast takes at most {MAX_FORECAST_STEPS} steps, and {_iso(until_ms)} is "
+            f"{steps} steps of {step_ms / 1000:g} s away: pass a larger step or an earlier until"
+        )
+    return steps
+
+
+def _iso(ms: int) -> str:
+    moment = datetime.fromtimestamp(ms / 1000, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def encode_payload(payload: Any, max_bytes: int = DEFAULT_MAX_PAYLOAD) -> bytes:

@@ -14,10 +14,12 @@ from chronoq.states import EventKind, State
 __all__ = [
     "DEFAULT_MAX_PAYLOAD",
     "MAX_DURATION_S",
+    "MAX_FORECAST_STEPS",
     "MAX_PRIORITY",
     "YEAR_10000",
     "Event",
     "EventPage",
+    "Forecast",
     "Job",
     "JobInfo",
     "JobLease",
@@ -34,6 +36,7 @@ DEFAULT_MAX_PAYLOAD = 1024 * 1024
 MAX_PRIORITY = 1000
 YEAR_10000 = 253_402_300_800  # epoch seconds: a run_at from there on is a unit mistake
 MAX_DURATION_S = 10 * 365 * 24 * 3600  # ten years: beyond that it is a unit mistake
+MAX_FORECAST_STEPS = 10_000  # the steps of one forecast: one count each, per shard
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +170,21 @@ class EventPage:
 
     events: list[Event]
     cursor: str
+
+
+@dataclass(frozen=True, slots=True)
+class Forecast:
+    """How many delayed jobs of ``topic`` fall due per step, from ``start``
+    (ms since the epoch: the store's now when it answered) on. ``step`` is
+    seconds; ``counts[i]`` counts the jobs due in ``[start + i·step, start +
+    (i+1)·step)``, and ``later`` those due from ``start + len(counts)·step``
+    on, so ``sum(counts) + later`` is the ``delayed`` of ``stats``."""
+
+    topic: str
+    start: int
+    step: float
+    counts: tuple[int, ...]
+    later: int
 
 
 @dataclass(frozen=True, slots=True)

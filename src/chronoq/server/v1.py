@@ -48,6 +48,19 @@ def _job(spec: wire.JobSpec) -> Job:
     )
 
 
+def _number(query: dict[str, str], name: str, default: float | None, what: str) -> float:
+    """A number from the query string (the queue checks its range); ``what``
+    says what it is, for the message."""
+    raw = query.get(name)
+    if raw is None and default is not None:
+        return default
+    try:
+        return float(raw or "")
+    except ValueError:
+        needed = "is required" if raw is None else f"must be a number, got {raw!r}"
+        raise ApiError(400, "invalid_input", f"{name} {needed}: {what}") from None
+
+
 def _ok(body: Any, status: int = 200) -> Reply:
     return Reply(status, body)
 
@@ -227,6 +240,12 @@ class V1:
         if raw not in ("true", "false"):
             raise ApiError(400, "invalid_input", f"per_shard must be true or false, got {raw!r}")
         return _ok(await self.q.stats(call.param("topic"), per_shard=raw == "true"))
+
+    async def forecast(self, call: Call) -> Reply:
+        until = _number(call.query, "until", None, "Unix time in seconds, such as 1893456000")
+        step = _number(call.query, "step", 3600.0, "seconds, such as 3600")
+        found = await self.q.forecast(call.param("topic"), until=until, step=step)
+        return _ok(wire.forecast_body(found))
 
     async def dead(self, call: Call) -> Reply:
         raw = call.query.get("limit", "100")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from chronoq.aio import AsyncQueue
+from chronoq.job import MAX_DURATION_S, MAX_FORECAST_STEPS, YEAR_10000
 from chronoq.server import wire
 from chronoq.server.auth import Action
 from chronoq.server.grouped_puts import GroupedPuts
@@ -34,6 +35,17 @@ def v1_routes(
         "limit",
         {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
         "how many dead jobs at most",
+    )
+    until = Param(
+        "until",
+        {"type": "number", "minimum": 0, "exclusiveMaximum": YEAR_10000},
+        "the end of the forecast, Unix time in seconds: later than the store's now",
+        required=True,
+    )
+    step = Param(
+        "step",
+        {"type": "number", "minimum": 1, "maximum": MAX_DURATION_S, "default": 3600},
+        f"seconds per step, ms resolution; at most {MAX_FORECAST_STEPS} steps to until",
     )
     per_shard = Param(
         "per_shard",
@@ -196,6 +208,17 @@ def v1_routes(
             dict[str, Any],
             tag="topics",
             query=(per_shard,),
+        ),
+        route(
+            "GET",
+            _TOPIC + "/forecast",
+            api.forecast,
+            "Delayed jobs falling due per step from now until a time",
+            read,
+            None,
+            wire.ForecastBody,
+            tag="topics",
+            query=(until, step),
         ),
         route(
             "GET",

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta, Struct
 
-from chronoq.job import MAX_DURATION_S, MAX_PRIORITY, JobInfo, PutResult, Reservation
+from chronoq.job import MAX_DURATION_S, MAX_PRIORITY, Forecast, JobInfo, PutResult, Reservation
 from chronoq.job.codec import TRACEPARENT_PATTERN
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "Deleted",
     "Empty",
     "ErrorBody",
+    "ForecastBody",
     "JobBody",
     "JobInfoBody",
     "JobList",
@@ -42,6 +43,7 @@ __all__ = [
     "TopicList",
     "TouchBody",
     "Touched",
+    "forecast_body",
     "info_body",
     "put_body",
     "reservation_body",
@@ -242,6 +244,18 @@ class TopicList(Struct):
     topics: list[str]
 
 
+class ForecastBody(Struct):
+    """Delayed jobs due per step from ``start`` (ms, the store's now):
+    ``counts[i]`` those due in [start + i·step, start + (i+1)·step), ``step``
+    in seconds; ``later`` those due after the last step."""
+
+    topic: str
+    start: int
+    step: float
+    counts: list[int]
+    later: int
+
+
 class Requeue(Struct, forbid_unknown_fields=True, omit_defaults=True):
     """``ids`` None: every dead job of the topic."""
 
@@ -266,6 +280,12 @@ class ErrorDetail(Struct, omit_defaults=True):
 
 class ErrorBody(Struct):
     error: ErrorDetail
+
+
+def forecast_body(forecast: Forecast) -> ForecastBody:
+    return ForecastBody(
+        forecast.topic, forecast.start, forecast.step, list(forecast.counts), forecast.later
+    )
 
 
 def _payload(payload: Any) -> tuple[Any, str | None]:

@@ -42,7 +42,8 @@ from chronoq.states import State
 __all__ = ["RedisCore"]
 
 _PUT_CHUNK = 200
-_READ_ONLY = frozenset({"get", "far_jobs"})  # every other script may write: WAIT after it
+# every other script may write: WAIT after it
+_READ_ONLY = frozenset({"get", "far_jobs", "forecast"})
 # scripts that can make a job available: the shards they touch are looked at
 # by this process's next reserve (hints.py)
 _AVAILING = frozenset({"put", "nack", "requeue", "reschedule", "pause"})

@@ -1,5 +1,5 @@
-"""The operations on a whole topic of the Redis backend: counts, the dead
-jobs, requeue, purge, pause and the merged event log. Written once, without
+"""The operations on a whole topic of the Redis backend: counts, the
+forecast, the dead jobs, requeue, purge, pause and the merged event log. Written once, without
 I/O, as core.py's are (operations.py finds them here)."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from chronoq.backends.redis.core import RedisCore
 from chronoq.backends.redis.keys import topics_key
 from chronoq.backends.redis.steps import Command, Steps
 from chronoq.errors import InvalidInput
-from chronoq.job import Event, EventPage, JobInfo
+from chronoq.job import MAX_FORECAST_STEPS, Event, EventPage, Forecast, JobInfo, forecast_steps
 
-__all__ = ["dead", "events", "purge", "requeue", "set_paused", "stats", "topics"]
+__all__ = ["dead", "events", "forecast", "purge", "requeue", "set_paused", "stats", "topics"]
 
 _PURGE_BATCH = 1000
 
@@ -47,6 +47,27 @@ def stats(core: RedisCore, topic: str, per_shard: bool = False) -> Steps[dict[st
     if per_shard:
         stats["shards"] = shards
     return stats
+
+
+def forecast(core: RedisCore, topic: str, until_ms: int, step_ms: int) -> Steps[Forecast]:
+    """The first shard's call picks the start by its server's clock, and the
+    others count from it, so that the steps of every shard line up; each
+    shard is read as it is when its call runs (lua/forecast.lua)."""
+    args: list[Any] = [until_ms, step_ms, MAX_FORECAST_STEPS]
+    first = yield from core.run("forecast", topic, 0, *args, -1)
+    start = int(first[0])
+    steps = forecast_steps(start, until_ms, step_ms)  # the script counted nothing if it raises
+    replies = [first]
+    if core.shards > 1:
+        rest = ((shard, [*args, start]) for shard in range(1, core.shards))
+        replies += yield from core.run_many("forecast", topic, rest)
+    counts = [0] * steps
+    later = 0
+    for reply in replies:
+        later += int(reply[1])
+        for i, n in enumerate(reply[2:]):
+            counts[i] += int(n)
+    return Forecast(topic, start, step_ms / 1000, tuple(counts), later)
 
 
 def topics(core: RedisCore) -> Steps[list[str]]:

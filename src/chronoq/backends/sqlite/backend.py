@@ -14,7 +14,13 @@ from chronoq.backends.sqlite.aio_watcher import AsyncSQLiteBackend
 from chronoq.backends.sqlite.eventlog import EventLog, remember
 from chronoq.backends.sqlite.leases import SQLiteLeases
 from chronoq.backends.sqlite.logs import SQLiteBulkReads
-from chronoq.backends.sqlite.reads import dead_jobs, event_page, job_info, topic_stats
+from chronoq.backends.sqlite.reads import (
+    dead_jobs,
+    due_forecast,
+    event_page,
+    job_info,
+    topic_stats,
+)
 from chronoq.backends.sqlite.reserving import expire_leases, lease_ready, next_change_in
 from chronoq.backends.sqlite.rows import DELAYED, IN_CHUNK, READY, RESERVED, now_ms
 from chronoq.backends.sqlite.schedules import SQLiteSchedules
@@ -22,7 +28,7 @@ from chronoq.backends.sqlite.signals import SQLiteWatcher, signals_for
 from chronoq.backends.sqlite.store import Store
 from chronoq.backends.url import StoreURL
 from chronoq.errors import InvalidInput
-from chronoq.job import EventPage, JobInfo, NewJob, PutResult
+from chronoq.job import EventPage, Forecast, JobInfo, NewJob, PutResult
 
 __all__ = ["SQLiteBackend"]
 
@@ -255,6 +261,10 @@ class SQLiteBackend(SQLiteLeases, SQLiteSchedules, SQLiteBulkReads, Backend):
             names = ("delayed", "ready", "reserved", "dead", "next_due_at")
             stats["shards"] = [{name: stats[name] for name in names}]
         return stats
+
+    def forecast(self, topic: str, until_ms: int, step_ms: int) -> Forecast:
+        with self._store.read() as db:
+            return due_forecast(db, topic, until_ms, step_ms)
 
     def topics(self) -> list[str]:
         with self._store.read() as db:

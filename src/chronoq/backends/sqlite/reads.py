@@ -17,9 +17,9 @@ from chronoq.backends.sqlite.rows import (
     now_ms,
 )
 from chronoq.errors import InvalidInput
-from chronoq.job import EventPage, JobInfo
+from chronoq.job import EventPage, Forecast, JobInfo, forecast_steps
 
-__all__ = ["dead_jobs", "event_page", "job_info", "topic_stats"]
+__all__ = ["dead_jobs", "due_forecast", "event_page", "job_info", "topic_stats"]
 
 
 def job_info(db: sqlite3.Connection, topic: str, job_id: str) -> JobInfo | None:
@@ -60,6 +60,25 @@ def topic_stats(db: sqlite3.Connection, topic: str) -> dict[str, Any]:
         "paused": bool(paused and paused[0]),
         "next_due_at": next_due,
     }
+
+
+# the delayed jobs' index on (topic, at) alone (a covering scan: no record is
+# read), bucketed by step; the last bucket, ``steps``, is every job due later
+_FORECAST_SQL = (
+    "SELECT min((at - ?1) / ?2, ?3), count(*) FROM jobs "
+    "WHERE topic = ?4 AND state = 0 AND at > ?1 GROUP BY 1"
+)
+
+
+def due_forecast(db: sqlite3.Connection, topic: str, until_ms: int, step_ms: int) -> Forecast:
+    """The forecast of docs/contract.md §3, in the read snapshot of ``db``. A
+    job due at ``now`` or before is ready (observed_state), so it is not counted."""
+    start = now_ms()
+    steps = forecast_steps(start, until_ms, step_ms)
+    counts = [0] * (steps + 1)
+    for bucket, n in db.execute(_FORECAST_SQL, (start, step_ms, steps, topic)):
+        counts[bucket] = n
+    return Forecast(topic, start, step_ms / 1000, tuple(counts[:steps]), counts[steps])
 
 
 def dead_jobs(db: sqlite3.Connection, topic: str, limit: int) -> list[JobInfo]:

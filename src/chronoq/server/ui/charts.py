@@ -1,5 +1,6 @@
-"""The geometry of the dashboard's two charts: a throughput sparkline and a
-hand-over lag histogram. templates/charts.svg draws them as inline SVG,
+"""The geometry of the dashboard's charts: a throughput sparkline, a
+hand-over lag histogram and a topic's forecast of due jobs.
+templates/charts.svg draws them as inline SVG,
 which needs no script and no image route, with attributes only (no style
 attributes: the page's CSP allows no inline style)."""
 
@@ -7,12 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 __all__ = [
     "LAG_EDGES_MS",
     "Bar",
+    "DueBar",
+    "DueChart",
     "Histogram",
     "Spark",
+    "due_chart",
     "lag_buckets",
     "lag_histogram",
     "percentile",
@@ -129,3 +134,55 @@ def lag_histogram(lags: Sequence[int]) -> Histogram:
         bars.append(Bar(label, n, x, y, bar_h, x + _BAR_W // 2, y - 4))
     width = len(buckets) * (_BAR_W + _BAR_GAP)
     return Histogram(width, _PLOT_H + _LABEL_H, len(lags), bars)
+
+
+_DUE_W, _DUE_GAP, _DUE_LABEL_EVERY = 22, 4, 3
+
+
+@dataclass(frozen=True)
+class DueBar:
+    """One step of a forecast: ``title`` says its time span and count (the
+    bar's accessible name); ``label`` is its start on the axis, or ""."""
+
+    title: str
+    label: str
+    count: int
+    x: int
+    y: int
+    height: int
+    middle: int
+    count_y: int
+
+
+@dataclass(frozen=True)
+class DueChart:
+    width: int
+    height: int
+    title: str
+    bars: list[DueBar]
+    bar_width: int = _DUE_W
+    label_y: int = _PLOT_H + 16
+
+
+def _clock(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%H:%M")
+
+
+def due_chart(start_ms: int, step_ms: int, counts: Sequence[int], what: str) -> DueChart:
+    """A bar per step of a forecast from ``start_ms``, its count above it and,
+    every few bars, its start time (UTC) below; ``what`` names the chart."""
+    top = max([*counts, 1])
+    bars = []
+    for i, n in enumerate(counts):
+        low = start_ms + i * step_ms
+        day = datetime.fromtimestamp(low / 1000, UTC).strftime("%Y-%m-%d")
+        jobs = "1 job" if n == 1 else f"{n} jobs"
+        title = f"{day} {_clock(low)}–{_clock(low + step_ms)} UTC: {jobs} due"
+        x = i * (_DUE_W + _DUE_GAP)
+        bar_h = round((_PLOT_H - 16) * n / top)
+        y = _PLOT_H - bar_h
+        label = _clock(low) if i % _DUE_LABEL_EVERY == 0 else ""
+        bars.append(DueBar(title, label, n, x, y, bar_h, x + _DUE_W // 2, y - 4))
+    width = max(len(counts) * (_DUE_W + _DUE_GAP), 1)
+    title = f"{what} from {_clock(start_ms)} UTC: {sum(counts)} in all"
+    return DueChart(width, _PLOT_H + _LABEL_H, title, bars)

@@ -12,7 +12,9 @@ from chronoq.server.ui.board import Board
 from chronoq.server.ui.listing import dead_page, offset_arg, scan_state
 from chronoq.server.ui.lists import dead_list, delayed_list
 from chronoq.server.ui.views import (
+    DUE_STEPS,
     Summary,
+    forecast_view,
     job_view,
     summary_of,
     topic_detail,
@@ -59,6 +61,12 @@ class Fragments:
 
     async def summary(self, call: Call) -> Reply:
         return html_reply(topic_summary(await self._summary(call)))
+
+    async def forecast(self, call: Call) -> Reply:
+        topic = call.param("topic")
+        # until by this server's clock: the store answers from its own now
+        until = time.time() + DUE_STEPS * 3600
+        return html_reply(forecast_view(topic, await self.queue.forecast(topic, until=until)))
 
     async def dead(self, call: Call) -> Reply:
         topic = call.param("topic")

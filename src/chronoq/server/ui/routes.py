@@ -28,6 +28,7 @@ def ui_routes(board: Board, assets: Assets) -> list[Route]:
         ("GET", "/ui/job", reads.job, Action.READ, "one job"),
         ("GET", topic, reads.detail, Action.READ, "a topic's panel"),
         ("GET", f"{topic}/summary", reads.summary, Action.READ, "a topic's counts and lag"),
+        ("GET", f"{topic}/forecast", reads.forecast, Action.READ, "a topic's jobs due per hour"),
         ("GET", f"{topic}/dead", reads.dead, Action.READ, "a page of dead letters"),
         ("GET", f"{topic}/delayed", reads.delayed, Action.READ, "a page of delayed jobs"),
         ("POST", f"{topic}/pause", acts.pause, Action.ADMIN, "pause"),

@@ -1,5 +1,5 @@
 """The read fragments of the overview: the topics table with its sparklines,
-a topic's summary and lag histogram, and one job. Each function shapes what
+a topic's summary and lag histogram, its forecast, and one job. Each function shapes what
 the handlers read into plain values (the view models below) and renders its
 template with them; the markup, and its escaping, is the templates'."""
 
@@ -9,17 +9,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chronoq.job import JobInfo
+from chronoq.job import Forecast, JobInfo
 from chronoq.server.ui.activity import BUCKET_S, BUCKETS, TopicView
-from chronoq.server.ui.charts import Histogram, Spark, lag_histogram, percentile, sparkline
+from chronoq.server.ui.charts import (
+    Histogram,
+    Spark,
+    due_chart,
+    lag_histogram,
+    percentile,
+    sparkline,
+)
 from chronoq.server.ui.formats import ago, payload_text, segment, url, utc
 from chronoq.server.ui.templates import render
 from chronoq.server.ui.widgets import Button, Pager
 from chronoq.states import State
 
 __all__ = [
+    "DUE_STEPS",
     "STATES",
     "Summary",
+    "forecast_view",
     "job_view",
     "summary_of",
     "topic_detail",
@@ -28,6 +37,7 @@ __all__ = [
 ]
 
 STATES = ("delayed", "ready", "reserved", "dead")
+DUE_STEPS = 24  # the forecast panel: the next day, by the hour
 
 
 @dataclass(frozen=True)
@@ -163,6 +173,24 @@ def topic_detail(summary: Summary) -> str:
     """A topic's panel: its summary (reloaded every 2 s) and its dead letters
     and delayed jobs (loaded once, and again after an action)."""
     return render("topic.html", base=f"topics/{segment(summary.topic)}", summary=summary)
+
+
+def forecast_view(topic: str, forecast: Forecast) -> str:
+    """A topic's delayed jobs due per hour over the next day, reloaded every
+    minute. A store whose clock is behind this server's answers a step more
+    than asked for: it joins the jobs due later."""
+    counts = forecast.counts[:DUE_STEPS]
+    return render(
+        "forecast.html",
+        here=f"topics/{segment(topic)}/forecast",
+        hours=len(counts),
+        total=sum(counts),
+        start=utc(forecast.start),
+        later=forecast.later + sum(forecast.counts[DUE_STEPS:]),
+        chart=due_chart(
+            forecast.start, round(forecast.step * 1000), counts, "delayed jobs due per hour"
+        ),
+    )
 
 
 def _job_buttons(job: JobInfo) -> list[Button]:

@@ -124,7 +124,7 @@ def openapi_document(routes: list[Route], secured: bool, limits: Limits) -> dict
             {
                 "name": p.name,
                 "in": "query",
-                "required": False,
+                "required": p.required,
                 "schema": p.schema,
                 "description": p.description,
             }

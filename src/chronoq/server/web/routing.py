@@ -73,6 +73,7 @@ class Param:
     name: str
     schema: dict[str, Any]
     description: str = ""
+    required: bool = False
 
 
 @dataclass(frozen=True)
