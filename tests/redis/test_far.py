@@ -34,7 +34,7 @@ def far_keys(raw: Any, topic: str) -> dict[str, set[str]]:
             found["index"] = {field.decode() for field in raw.hkeys(name)}
         elif name.endswith(":far"):
             found["buckets"] = {member.decode() for member in raw.zrange(name, 0, -1)}
-        elif name.count(":") == 5:  # <prefix>:{<topic>:0}:far:<start>:<page>
+        elif name.count(":") == 5 and ":far:" in name:  # <prefix>:{<topic>:0}:far:<start>:<page>
             found["pages"].add(name)
     return found
 

@@ -75,15 +75,16 @@ def test_every_key_of_a_shard_is_in_one_hash_slot(
     # and the set of topics whose event logs an export reads
     outside = {f"{prefix}:topics", f"{prefix}:logs"}
     assert outside <= found
-    # a far bucket's pages: the part "far", then :<bucket start>:<page>
+    # a far bucket's pages: the part "far", then :<bucket start>:<page>; the far
+    # buckets' counts: "farc:<group>"
     pattern = re.compile(
-        rf"{re.escape(prefix)}:\{{(?P<topic>.+):(?P<shard>\d+)\}}:(?P<part>\w+)(:\d+:\d+)?"
+        rf"{re.escape(prefix)}:\{{(?P<topic>.+):(?P<shard>\d+)\}}:(?P<part>\w+)(:\d+(:\d+)?)?"
     )
     by_shard: dict[tuple[str, int], set[str]] = defaultdict(set)
     for key in found - outside:
         match = pattern.fullmatch(key)
         assert match, f"{key!r} is not <prefix>:{{<topic>:<shard>}}:<part>"
-        assert match["part"] in PARTS, key
+        assert match["part"] in {*PARTS, "farc"}, key
         by_shard[match["topic"], int(match["shard"])].add(match["part"])
         tag = f"{{{match['topic']}:{match['shard']}}}"
         assert key_slot(key.encode()) == key_slot(tag.encode()), key
@@ -92,7 +93,8 @@ def test_every_key_of_a_shard_is_in_one_hash_slot(
         slots = {key_slot(f"{prefix}:{{{topic}:{shard}}}:{part}".encode()) for part in parts}
         assert len(slots) == 1, (topic, shard)
         # "timer" lives only while a consumer waits (see test_one_waiter_times_a_due_job)
-        expected = set(PARTS) - {"timer", "guard"} - ({"paused"} if topic != topics[0] else set())
+        expected = {*PARTS, "farc"} - {"timer", "guard"}
+        expected -= {"paused"} if topic != topics[0] else set()
         assert parts == expected, (topic, shard, sorted(expected - parts))
 
 

@@ -43,18 +43,11 @@ end
 -- wholly due by start count as ready, as in stats.lua
 local all, due = far_due_count(start)
 if all == 0 then return out end
-local buckets = redis.call('ZRANGEBYSCORE', K_FAR, '(' .. istr(start - FAR_WIDTH), '(' .. istr(finish))
-local counted = 0
-for first = 1, #buckets, CHUNK do
-  local part = {unpack(buckets, first, math.min(first + CHUNK - 1, #buckets))}
-  local counts = redis.call('HMGET', K_FARN, unpack(part))
-  for n, bucket in ipairs(part) do
-    local c = tonumber(counts[n] or '0')
-    local k = math.max(math.floor((tonumber(bucket) - start) / step), 0) + 1
-    for fill = #out - 1, k - 1 do out[fill + 2] = out[fill + 2] or 0 end
-    out[k + 2] = (out[k + 2] or 0) + c
-    counted = counted + c
-  end
+local steps_out = {}
+local counted = far_forecast(steps_out, start, step, finish)
+for k, c in pairs(steps_out) do
+  for fill = #out - 1, k - 1 do out[fill + 2] = out[fill + 2] or 0 end
+  out[k + 2] = (out[k + 2] or 0) + c
 end
 out[2] = out[2] + all - due - counted
 return out
