@@ -3,11 +3,12 @@ lua/lib/6_far.lua).
 
 A job kept in the far tier is found by id without an index entry when its id
 says where it is: a generated ULID bound for the far tier carries its bucket's
-number (due time // bucket width, mod 2**24) in its last 24 bits and, in the 4
-bits above, its page. Those 28 bits come from the ULID's random part: the rest
-of it moves up, so the ids one process makes in a millisecond still increase
-(the counter that ``chronoq.ids`` adds 1 to is in the low bits) and keep 56
-random bits. The bucket is guessed from this machine's clock; the store decides
+number (due time // bucket width, mod 2**24) in its last 24 bits. Those bits
+come from the ULID's random part: the rest of it moves up, so the ids one
+process makes in a millisecond still increase (the counter that ``chronoq.ids``
+adds 1 to is in the low bits) and keep 56 random bits; the store reads the
+bucket's page from bits 28-31 (the counter's bits 4-7: 16 ids made in a row
+share a page). The bucket is guessed from this machine's clock; the store decides
 with its own, and indexes the id when the two disagree (a clock far off, or a
 due time at a bucket's edge), so a wrong guess costs memory, never a job.
 """

@@ -25,7 +25,7 @@
 -- that no index shifts under a listing) until promotion takes it off.
 --
 -- Finding a job by id reads one page: a generated id (far_ids.py) carries its
--- bucket number (mod 2^24) in its last 24 bits and its page in the 4 bits above;
+-- bucket number (mod 2^24) in its last 24 bits and its page in bits 28-31;
 -- any other id, or one whose due time is not in the bucket it names, is in the
 -- index (KEYS[16]: id -> start * FAR_PAGES + page).
 
@@ -51,7 +51,8 @@ local function hinted(id)
   if #id ~= 17 or string.byte(id, 1) ~= 0 then return nil end
   local created, low = struct.unpack('>I6', id, 2), struct.unpack('>I4', id, 14)
   local c = math.floor(created / FAR_WIDTH)
-  return (c + (low % HINT_SPAN - c) % HINT_SPAN) * FAR_WIDTH, math.floor(low / HINT_SPAN) % FAR_PAGES
+  -- the page: bits 28-31, so that 16 ids one process makes in a row share one
+  return (c + (low % HINT_SPAN - c) % HINT_SPAN) * FAR_WIDTH, math.floor(low / 268435456)
 end
 
 -- An element's id, record and whether its id is in the index; nil for ''.
@@ -123,10 +124,11 @@ local function drop_bucket(start)
   if redis.call('EXISTS', K_FAR) == 0 then redis.call('DEL', K_FARN) end -- no counts left
 end
 
--- Count `n` more (or fewer) jobs in bucket `start`; a bucket left empty is dropped.
-local function far_count(start, n)
+-- Count `n` more (or fewer) jobs in bucket `start` (and in the tier's total,
+-- unless the caller counts that itself); a bucket left empty is dropped.
+local function far_count(start, n, untotalled)
   local key, at = count_at(start)
-  redis.call('HINCRBY', K_FARN, 'all', n)
+  if not untotalled then redis.call('HINCRBY', K_FARN, 'all', n) end
   local left = redis.call('BITFIELD', key, 'INCRBY', 'i32', at, n)[1]
   if left == n and n > 0 then redis.call('ZADD', K_FAR, start, istr(start)) end
   if left <= 0 then drop_bucket(start) end
@@ -146,7 +148,8 @@ local far_batch = {pages = {}, order = {}, counts = {}, index = {}}
 local function far_add(id, raw, start, seq)
   local page, indexed = nil, false
   local hs, hp = hinted(id)
-  if hs == start then page = hp else page, indexed = seq % FAR_PAGES, true end
+  -- an indexed job's page is free: 64 jobs put in a row share one (fewer appends)
+  if hs == start then page = hp else page, indexed = math.floor(seq / 64) % FAR_PAGES, true end
   local key = far_page_key(start, page)
   local elements = far_batch.pages[key]
   if not elements then
@@ -164,7 +167,12 @@ end
 
 local function far_flush()
   for _, key in ipairs(far_batch.order) do call_chunked('RPUSH', key, far_batch.pages[key]) end
-  for start, n in pairs(far_batch.counts) do far_count(start, n) end
+  local total = 0
+  for start, n in pairs(far_batch.counts) do
+    far_count(start, n, true)
+    total = total + n
+  end
+  if total > 0 then redis.call('HINCRBY', K_FARN, 'all', total) end
   if #far_batch.index > 0 then call_chunked('HSET', K_FARIDX, far_batch.index) end
   far_batch = {pages = {}, order = {}, counts = {}, index = {}}
 end
