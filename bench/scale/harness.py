@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any
+from typing import Any, cast
 
 import redis
 from rich.console import Console
@@ -28,7 +28,7 @@ TIERS = {"near": "?horizon_ms=off", "far": ""}
 
 
 def used_memory(client: redis.Redis) -> int:
-    return int(client.info("memory")["used_memory"])
+    return int(cast(dict[str, Any], client.info("memory"))["used_memory"])
 
 
 def one_tier(client: redis.Redis, url: str, n: int) -> tuple[float, float]:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import multiprocessing
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
 from multiprocessing.sharedctypes import Synchronized
 from multiprocessing.synchronize import Event
 
@@ -159,7 +161,7 @@ def put_all(
             proc.join()
 
 
-def _check(procs: list[multiprocessing.process.BaseProcess], label: str) -> None:
+def _check(procs: Sequence[BaseProcess], label: str) -> None:
     failed = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
     if failed:
         raise RuntimeError(f"{label}: a producer process failed (exit code {failed[0]})")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import redis
 from common import percentile
@@ -35,7 +35,7 @@ def record(client: redis.Redis, slower_than_us: int) -> None:
 def read_calls(client: redis.Redis, reset: bool = True) -> list[Call]:
     """The calls logged since ``record`` (or the last read), the log emptied after;
     the benchmark's own (reading the log, INFO...) left out."""
-    entries: list[dict[str, Any]] = client.slowlog_get(-1)
+    entries = cast(list[dict[str, Any]], client.slowlog_get(-1))
     if reset:
         client.slowlog_reset()
     calls = []

@@ -47,14 +47,15 @@ def memory(client: redis.Redis) -> dict[str, int]:
 
 def tiers(client: redis.Redis, topic: str) -> dict[str, int]:
     """How many of the topic's jobs each structure holds (shard 0: one shard)."""
-    keys = dict(zip(("jobs", "delayed", "ready", "far", "farn"), _keys(topic), strict=True))
-    return {
-        "far": int(client.hget(keys["farn"], "all") or 0),
-        "far_buckets": int(client.zcard(keys["far"])),
-        "near_delayed": int(client.zcard(keys["delayed"])),
-        "near_ready": int(client.zcard(keys["ready"])),
-        "jobs_hash": int(client.hlen(keys["jobs"])),
-    }
+    jobs, delayed, ready, far, farn = _keys(topic)
+    pipe = client.pipeline(transaction=False)
+    pipe.hget(farn, "all")
+    pipe.zcard(far)
+    pipe.zcard(delayed)
+    pipe.zcard(ready)
+    pipe.hlen(jobs)
+    names = ("far", "far_buckets", "near_delayed", "near_ready", "jobs_hash")
+    return {name: int(reply or 0) for name, reply in zip(names, pipe.execute(), strict=True)}
 
 
 def _keys(topic: str) -> list[str]:
