@@ -182,6 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(report, indent=2) + "\n")
     out.print(f"[bold]json[/]      {out_path}")
+    early = sum(s["early"] for s in report.get("promotion", {}).get("summary", []))
+    if early:
+        out.print(f"[red bold]FAILED: {early} deliveries before their due time (guarantee 1)[/]")
+        return 2
     return 0
 
 

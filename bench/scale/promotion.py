@@ -30,7 +30,7 @@ from consumers import Consumers
 from producers import Spread, put_all
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from slowlog import Call, read_calls, record, summary
+from slowlog import MAX_LEN, last_id, read_calls, record, summary
 
 from chronoq.backends.redis.keys import shard_keys
 
@@ -59,13 +59,13 @@ class Plan:
 
 class Poller(threading.Thread):
     """Each shard's far count every POLL_S until all are 0 (or ``until``, epoch s);
-    then the SLOWLOG of the promotion, read and emptied."""
+    then the id of the latest SLOWLOG entry: the calls up to it were the promotion's."""
 
     def __init__(self, url: str, farn_keys: list[str], until: float) -> None:
         super().__init__(daemon=True)
         self.url, self.keys, self.until = url, farn_keys, until
         self.samples: list[tuple[float, list[int]]] = []
-        self.calls: list[Call] = []
+        self.mark = -1
         self.error: BaseException | None = None
 
     def run(self) -> None:
@@ -80,7 +80,7 @@ class Poller(threading.Thread):
                     if not any(counts):
                         break
                     time.sleep(POLL_S)
-                self.calls = read_calls(client)
+                self.mark = last_id(client)
         except BaseException as exc:  # reported by the round, not lost in the thread
             self.error = exc
 
@@ -141,7 +141,7 @@ def one_round(
         if poller.error is not None:
             raise RuntimeError("the far-count poller failed") from poller.error
         with redis.Redis.from_url(url) as client:
-            delivery_calls = read_calls(client)
+            calls = read_calls(client)
             client.config_set("slowlog-log-slower-than", 10_000)  # Redis's default
             client.config_set("slowlog-max-len", 128)
     finally:
@@ -164,8 +164,9 @@ def one_round(
         "promotion_per_shard": [
             _timing(promoted(poller.samples, s), promotion_at, start) for s in range(shards)
         ],
-        "calls_during_promotion": summary(poller.calls),
-        "calls_during_delivery": summary(delivery_calls),
+        "slowlog_overflowed": len(calls) >= MAX_LEN,  # then the oldest calls are missing
+        "calls_during_promotion": summary([c for c in calls if c.id <= poller.mark]),
+        "calls_during_delivery": summary([c for c in calls if c.id > poller.mark]),
         "delivery": delivered.figures(shards),
     }
     first = out["delivery"].get("first_lag_ms", math.nan)

@@ -22,7 +22,7 @@ import redis
 from node import Node, info
 from producers import DAY_S, Putting, Spread, put_all
 from rich.console import Console
-from slowlog import read_calls, record, summary
+from slowlog import MAX_LEN, read_calls, record, summary
 
 from chronoq.backends.redis.keys import shard_keys
 
@@ -73,7 +73,8 @@ def fill(node: Node, topic: str, n: int, options: str, producers: int, say: Cons
         before, keys_before = memory(client), int(client.dbsize())
         spread = Spread(time.time(), DAYS * DAY_S, seed=n)
         putting = put_all(url, topic, n, spread, producers, f"put {n:,} ({topic})", say)
-        calls = summary(read_calls(client))  # read and emptied before memory is read
+        found = read_calls(client)  # read and emptied before memory is read
+        calls = summary(found) | {"slowlog_overflowed": len(found) >= MAX_LEN}
         client.config_set("slowlog-log-slower-than", 10_000)  # Redis's default
         after = memory(client)
         out = {
