@@ -210,14 +210,18 @@ def promotion_rounds(
     url: str, plan: Plan, put_rate: float, workdir: Path, say: Console
 ) -> dict[str, Any]:
     """Every round of every shard count, the shard counts taking turns. A round whose
-    puts ran late (a busy moment of the machine) is run again with more room."""
+    puts ran late (a busy moment of the machine) is run again with more room. The puts
+    are planned at ``put_rate`` (jobs/s) at first, then at the slowest of this phase's
+    rounds (a bucket's puts go to its 16 pages: faster than a fill over 30 days), with
+    room for twice as slow."""
     say.log(WHY_SHORT.format(h=plan.horizon_ms, s=plan.horizon_ms / 1000))
     rounds: list[dict[str, Any]] = []
+    seen: list[float] = []
     for rnd in range(plan.rounds):
         for shards in plan.shards:
-            room = 1.5
+            room = 2.0
             for attempt in range(1, 4):
-                put_s = plan.bucket / put_rate * room + 5
+                put_s = plan.bucket / min(seen, default=put_rate) * room + 5
                 try:
                     found = one_round(url, shards, rnd, plan, put_s, workdir, say)
                 except LatePut as late:
@@ -227,7 +231,7 @@ def promotion_rounds(
                     room *= 2
                     continue
                 found["attempts"] = attempt
-                put_rate = found["put"]["jobs_per_s"]
+                seen.append(found["put"]["jobs_per_s"])
                 rounds.append(found)
                 break
     return {
