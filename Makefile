@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: faults test-topologies run demo test test-spark lint dist smoke vendor-swagger-ui bench bench-peers bench-spark bench-stacks bench-http example-spark system-deps clean
+.PHONY: faults test-topologies run demo test test-spark lint dist smoke vendor-swagger-ui bench bench-peers bench-scale bench-spark bench-stacks bench-http example-spark system-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -137,6 +137,10 @@ $(VENV)/.installed-bench: pyproject.toml $(PYSPARK_WHEEL) | $(BIN)/python
 	$(BIN)/python -m pip install -q --find-links $(WHEELS) -e '.[dev,redis,spark,server,bench]' \
 	  'pyspark==$(PYSPARK_VERSION)'
 	@touch $@ $(VENV)/.installed-dev $(VENV)/.installed
+
+## bench-scale: the Redis far tier at scale: memory per job per tier, 10 million jobs put (rate, AOF, restart), promotion of a bucket of a million jobs (rate, lag), a 100-million-job model, SQLite on disk (about 40 minutes; ARGS=--quick: 2; results in docs/benchmarks.md)
+bench-scale: $(VENV)/.installed-dev system-deps
+	$(BIN)/python bench/scale.py $(ARGS)
 
 ## bench-spark: the Spark pipeline (bulk scheduling, export, analyze; results in docs/benchmarks.md)
 bench-spark: $(VENV)/.installed-dev system-deps

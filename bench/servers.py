@@ -1,5 +1,5 @@
 """A private redis-server for the benchmarks: loopback, a free port (never
-6379), no persistence, optionally pinned to one CPU."""
+6379), no persistence unless asked, optionally pinned to one CPU."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import redis
 
-__all__ = ["free_port", "placement", "private_server"]
+__all__ = ["free_port", "placement", "private_server", "spawn_server", "stop_server"]
 
 
 def free_port() -> int:
@@ -40,36 +40,60 @@ def placement(mode: str) -> tuple[int | None, int | None, str]:
     return server, cpus[0], f"pinned: this process on CPU {cpus[0]}, redis-server on {where}"
 
 
+def spawn_server(
+    workdir: Path, port: int, cpu: int | None, config: Sequence[str] = ()
+) -> subprocess.Popen[bytes]:
+    """Start redis-server on ``port`` in ``workdir`` and wait until it answers PING.
+    ``config`` follows the defaults (no RDB snapshots, no AOF), so it may override them,
+    as in ``("--appendonly", "yes")``."""
+    if port == 6379:
+        raise ValueError("6379 is the machine's own Redis: benchmarks use a free port")
+    args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(workdir)]
+    args += ["--save", "", "--appendonly", "no", "--logfile", str(workdir / "redis.log")]
+    process = subprocess.Popen(
+        [*args, *config],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=None if cpu is None else lambda: os.sched_setaffinity(0, {cpu}),
+    )
+    client = redis.Redis(host="127.0.0.1", port=port)
+    deadline = time.monotonic() + 10
+    try:
+        while True:
+            try:
+                client.ping()
+                return process
+            except redis.BusyLoadingError:
+                return process  # up, still reading its data: the caller decides whether to wait
+            except redis.ConnectionError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    stop_server(process)
+                    raise RuntimeError(f"redis-server did not start on port {port}") from None
+                time.sleep(0.02)
+    finally:
+        client.close()
+
+
+def stop_server(process: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+    """SIGTERM (redis-server shuts down cleanly: with AOF on, it flushes it), then
+    SIGKILL if it has not exited within ``timeout`` seconds."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 @contextmanager
 def private_server(workdir: Path, cpu: int | None) -> Iterator[str]:
     """A redis-server of our own: loopback, free port, no persistence, on ``cpu``
     if given; stopped on exit."""
     port = free_port()
-    args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(workdir)]
-    args += ["--save", "", "--appendonly", "no", "--logfile", str(workdir / "redis.log")]
-    process = subprocess.Popen(
-        args,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        preexec_fn=None if cpu is None else lambda: os.sched_setaffinity(0, {cpu}),
-    )
+    process = spawn_server(workdir, port, cpu)
     try:
-        client = redis.Redis(host="127.0.0.1", port=port)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"redis-server did not start on port {port}") from None
-                time.sleep(0.02)
-        client.close()
         yield f"redis://127.0.0.1:{port}/0"
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_server(process, timeout=10)
