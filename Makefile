@@ -44,14 +44,15 @@ PARALLEL ?= -n 3 --dist loadfile
 ## test: install what the tests need and run the suite (the Spark pipeline's has its own target)
 test: $(VENV)/.installed-dev system-deps
 	$(BIN)/python -m pytest $(PARALLEL) --ignore=tests/pipeline --ignore=tests/cluster \
-	  --ignore=tests/faults --ignore=tests/bench/test_cluster_bench.py
+	  --ignore=tests/faults --ignore=tests/bench/test_cluster_bench.py \
+	  --ignore=tests/bench/test_scale_bench.py
 
-## test-topologies: the conformance suite and the cluster tests on a real Redis Cluster (3 primaries, 3 replicas) and a Sentinel-managed primary (CI runs them after make test)
+## test-topologies: the conformance suite and the cluster tests on a real Redis Cluster (3 primaries, 3 replicas) and a Sentinel-managed primary, then the quick runs of the cluster and scale benchmarks, alone (CI runs them after make test)
 test-topologies: $(VENV)/.installed-dev system-deps
 	CHRONOQ_TOPOLOGIES=cluster,sentinel $(BIN)/python -m pytest $(PARALLEL) tests/conformance \
 	  -k "redis-cluster or redis-sentinel"
 	$(BIN)/python -m pytest $(PARALLEL) tests/cluster
-	$(BIN)/python -m pytest tests/bench/test_cluster_bench.py  # alone: it measures two clusters
+	$(BIN)/python -m pytest tests/bench/test_cluster_bench.py tests/bench/test_scale_bench.py  # alone: they measure
 
 ## faults: fault-injection runs with a total-queue checker (kill -9, SIGSTOP, Redis crash, network cut, cluster failover and reshard, Sentinel failover)
 faults: $(VENV)/.installed-dev system-deps
