@@ -225,6 +225,26 @@ def test_a_store_with_the_tier_off_still_promotes_its_far_jobs(
     assert job.id == job_id and time.time_ns() // 1_000_000 >= job.due_at
 
 
+def test_a_forecast_reads_the_count_strings_that_hold_buckets(
+    server: RedisServer, open_queue: Callable[[str], chronoq.Queue], raw_client: Callable[..., Any]
+) -> None:
+    """With 1 ms buckets a 30-day forecast spans 40 million buckets (625,000
+    count strings): it must read those holding jobs, not walk the span (a call
+    of seconds makes a cluster fail its node over)."""
+    q = open_queue(f"{server.url}?horizon_ms=0&far_bucket_ms=1")
+    raw = raw_client(server)
+    now = time.time()
+    q.put_many("wide", [Job(n, run_at=now + day * 86400 + 60) for day in range(30) for n in range(2)])
+
+    def mget_calls() -> int:
+        return int(raw.info("commandstats").get("cmdstat_mget", {}).get("calls", 0))
+
+    before = mget_calls()
+    daily = q.forecast("wide", until=now + 30 * 86400, step=86400)
+    assert mget_calls() - before == 1  # 60 jobs in 60 buckets: one MGET of their strings
+    assert sum(daily.counts) + daily.later == 60 and daily.counts[1:] == (2,) * 29
+
+
 def test_far_jobs_take_a_fraction_of_near_memory(
     server: RedisServer, open_queue: Callable[[str], chronoq.Queue], raw_client: Callable[..., Any]
 ) -> None:

@@ -256,16 +256,40 @@ local function far_due_count(now)
   return all, due
 end
 
+-- The count strings (their group numbers) that hold the buckets starting in
+-- (low, high) ms, the first and last such bucket's index: every group between
+-- the first and the last when they are no more than the buckets, else only those
+-- that hold one (a narrow bucket width over a long forecast spans millions of
+-- groups, and one call must not walk them all).
+local function far_groups(low, high)
+  local lo, hi = '(' .. istr(low), '(' .. istr(high)
+  local n = redis.call('ZCOUNT', K_FAR, lo, hi)
+  if n == 0 then return {}, 0, -1 end
+  local first = tonumber(redis.call('ZRANGEBYSCORE', K_FAR, lo, hi, 'LIMIT', 0, 1)[1]) / FAR_WIDTH
+  local last = tonumber(redis.call('ZREVRANGEBYSCORE', K_FAR, hi, lo, 'LIMIT', 0, 1)[1]) / FAR_WIDTH
+  local groups = {}
+  if math.floor(last / GROUP) - math.floor(first / GROUP) < n then
+    for g = math.floor(first / GROUP), math.floor(last / GROUP) do groups[#groups + 1] = g end
+    return groups, first, last
+  end
+  repeat -- page through the buckets, each page from the last start seen
+    local part = redis.call('ZRANGEBYSCORE', K_FAR, lo, hi, 'LIMIT', 0, READ_CHUNK)
+    for _, bucket in ipairs(part) do
+      local g = math.floor(tonumber(bucket) / FAR_WIDTH / GROUP)
+      if groups[#groups] ~= g then groups[#groups + 1] = g end
+    end
+    if #part > 0 then lo = '(' .. part[#part] end
+  until #part < READ_CHUNK
+  return groups, first, last
+end
+
 -- The far jobs per step of a forecast: out[k] (k from 1) gains the count of each
 -- bucket starting in (start - FAR_WIDTH, finish), in the step that holds its
 -- start (the first for a bucket that began before start). Returns how many.
 local function far_forecast(out, start, step, finish)
-  local first = math.floor((start - FAR_WIDTH) / FAR_WIDTH) + 1 -- bucket indexes
-  local last = math.ceil(finish / FAR_WIDTH) - 1
-  local keys, groups = {}, {}
-  for g = math.floor(first / GROUP), math.floor(last / GROUP) do
-    keys[#keys + 1], groups[#groups + 1] = K_FAR .. 'c:' .. istr(g), g
-  end
+  local groups, first, last = far_groups(start - FAR_WIDTH, finish)
+  local keys = {}
+  for i, g in ipairs(groups) do keys[i] = K_FAR .. 'c:' .. istr(g) end
   local counted, format, zeros = 0, '>' .. string.rep('i4', GROUP), string.rep('\0', 4 * GROUP)
   for from = 1, #keys, CHUNK do
     local part = redis.call('MGET', unpack(keys, from, math.min(from + CHUNK - 1, #keys)))
