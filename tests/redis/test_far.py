@@ -86,6 +86,53 @@ def test_an_id_that_names_another_bucket_is_indexed(
         assert not q.put("hint", "again", id=job_id, run_at=due_ms / 1000 + 30).created
 
 
+@pytest.mark.parametrize("width_ms", [60_000, 3_600_000])
+def test_an_element_keeps_a_generated_id_and_a_due_time_short(
+    server: RedisServer,
+    open_queue: Callable[[str], chronoq.Queue],
+    raw_client: Callable[..., Any],
+    width_ms: int,
+) -> None:
+    """A generated id that names its bucket is kept as 13 bytes, not a length and
+    17 (5 bytes less than a producer's id of 17 bytes); the due time as 2 bytes
+    from the bucket's start while buckets are at most 65,536 ms wide (4 less).
+    Every read decodes both forms: get, a put of the same id, reschedule, the
+    listing, delete and promotion."""
+    q = open_queue(f"{server.url}?far_bucket_ms={width_ms}&horizon_ms=1000")
+    raw = raw_client(server)
+    due_ms = (int(time.time()) + 3 * HOUR) * 1000
+    due_ms -= due_ms % width_ms
+    due_ms += width_ms // 2 + 7  # mid-bucket, off any round number
+    generated = q.put("short", {"n": 1}, run_at=due_ms / 1000).id
+    given = hinted(new_id(), due_ms // width_ms + 1)  # 17 bytes, naming another bucket
+    assert q.put("short", {"n": 1}, id=given, run_at=due_ms / 1000).created
+    elements = [
+        e
+        for key in raw.scan_iter("chronoq:{short:0}:far:*")
+        if key.count(b":") == 5
+        for e in raw.lrange(key, 0, -1)
+    ]
+    by_flags = {e[0]: len(e) for e in elements}
+    short_due = 4 if width_ms <= 65_536 else 0
+    assert set(by_flags) == {2 | short_due, 1 | short_due}  # short id; indexed
+    assert by_flags[2 | short_due] == by_flags[1 | short_due] - 5
+    record = 21 + len(b'{"n":1}')  # as the jobs hash holds it (2_record.lua)
+    assert by_flags[1 | short_due] == 1 + 1 + 17 + record - short_due
+    for job_id in (generated, given):
+        info = q.get("short", job_id)
+        assert info is not None and info.due_at == due_ms and info.payload == {"n": 1}
+        assert not q.put("short", "again", id=job_id, run_at=due_ms / 1000).created
+    assert {j.id for j in q.jobs("short").jobs} == {generated, given}
+    assert {j.due_at for j in q.jobs("short").jobs} == {due_ms}
+    q.reschedule("short", given, run_at=due_ms / 1000 + 1)
+    info = q.get("short", given)
+    assert info is not None and info.due_at == due_ms + 1000
+    assert q.delete("short", generated) and q.get("short", generated) is None
+    soon = q.put("short", "soon", run_at=time.time() + 2.5).id  # promoted a second ahead
+    [job] = q.reserve("short", wait=8)
+    assert job.id == soon and job.payload == "soon"
+
+
 def test_a_producers_id_far_is_deduplicated_and_replaced(
     server: RedisServer, open_queue: Callable[[str], chronoq.Queue], raw_client: Callable[..., Any]
 ) -> None:

@@ -30,7 +30,7 @@ while seen < limit do
   local start, gone = tonumber(first), {}
   for page = 0, FAR_PAGES - 1 do
     for _, e in ipairs(redis.call('LRANGE', far_page_key(start, page), 0, -1)) do
-      local id, raw, indexed = far_entry_parts(e)
+      local id, raw, indexed = far_entry_parts(e, start)
       if id then
         emit('delete', id, unpack_job(raw), 'purged')
         if indexed then gone[#gone + 1] = id end
