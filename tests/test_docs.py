@@ -149,3 +149,9 @@ def test_the_link_check_catches_what_it_should(tmp_path: Path) -> None:
     sample = tmp_path / "sample.md"
     sample.write_text("`[a](b)` [c](d.md#e)\n```text\n[f](g)\n```\n[h]: i.md\n")
     assert _targets(sample) == ["d.md#e", "i.md"]
+
+
+@pytest.mark.parametrize("path", MARKDOWN, ids=lambda path: str(path.relative_to(ROOT)))
+def test_no_merge_conflict_is_left_in_the_docs(path: Path) -> None:
+    markers = re.compile(r"^(<{7}|={7}|>{7})( |$)", re.M)
+    assert not markers.search(path.read_text()), f"{path.relative_to(ROOT)} holds conflict markers"

@@ -102,6 +102,8 @@ def tables(report: dict[str, Any]) -> list[Table]:
         out.append(memory_table(report))
     if "volume" in report:
         out.append(persistence_table(report["volume"]["persistence"], report["volume"]["far"]))
+        if "forecast" in report["volume"]["far"]:
+            out.append(forecast_table(report["volume"]["far"]))
         out.append(model_table(report["model"]))
     if "promotion" in report:
         out.append(promotion_table(report["promotion"]["summary"]))
@@ -158,6 +160,21 @@ def persistence_table(kept: dict[str, Any], far: dict[str, Any]) -> Table:
         f"{kept['rewrite_seconds']:,.1f} s",
         f"{kept['restart']['start_s']:,.2f} s",
         f"{reloaded / far['jobs']:,.1f} B/job",
+    )
+    return table
+
+
+def forecast_table(far: dict[str, Any]) -> Table:
+    f = far["forecast"]
+    table = Table(title=f"Forecast of {far['jobs']:,} far jobs, 30 days by the hour (end to end)")
+    for name in ("steps", "calls, ms", "median", "target", ""):
+        table.add_column(name, justify="right")
+    table.add_row(
+        f"{f['steps']:,}",
+        " · ".join(f"{t:.1f}" for t in f["calls_ms"]),
+        f"{f['median_ms']:.1f} ms",
+        f"≤ {f['target_max_ms']:.0f} ms",
+        "met" if f["met"] else "MISSED",
     )
     return table
 

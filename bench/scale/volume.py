@@ -24,11 +24,14 @@ from producers import DAY_S, Putting, Spread, put_all
 from rich.console import Console
 from slowlog import MAX_LEN, read_calls, record, summary
 
+import chronoq
 from chronoq.backends.redis.keys import shard_keys
 
-__all__ = ["FAR_TARGET", "Volume", "measure_volume"]
+__all__ = ["FAR_TARGET", "FORECAST_TARGET_MS", "Volume", "measure_volume"]
 
 FAR_TARGET = 100.0  # bytes per job at 10M, issue 27
+FORECAST_TARGET_MS = 50.0  # a forecast of the 10M jobs, 30 days by the hour, issue 27
+FORECAST_CALLS = 5
 DAYS = 30
 PUT_SLOW_US = 1000  # SLOWLOG threshold while filling (a put of 1,000 takes several ms)
 
@@ -104,6 +107,34 @@ def _putting(putting: Putting) -> dict[str, Any]:
     }
 
 
+def forecast(node: Node, topic: str, jobs: int, say: Console) -> dict[str, Any]:
+    """``q.forecast`` of the filled topic over its 30 days by the hour, end to end
+    (the client's call, the server's script, the reply read): each call timed."""
+    with chronoq.connect(node.url) as q:
+        before = q.stats(topic)["delayed"]  # and the connection made before timing
+        times, counted = [], 0
+        for _ in range(FORECAST_CALLS):
+            start = time.perf_counter()
+            answer = q.forecast(topic, until=time.time() + (DAYS + 1) * DAY_S, step=3600)
+            times.append((time.perf_counter() - start) * 1000)
+            counted = sum(answer.counts) + answer.later
+        after = q.stats(topic)["delayed"]
+    # every delayed job, as stats counts them (those due since the fill began are not)
+    if not after <= counted <= before:
+        raise RuntimeError(f"the forecast counts {counted:,} jobs; stats {before:,}, {after:,}")
+    times.sort()
+    out = {
+        "calls_ms": times,
+        "median_ms": times[len(times) // 2],
+        "max_ms": times[-1],
+        "steps": len(answer.counts),
+        "target_max_ms": FORECAST_TARGET_MS,
+        "met": times[len(times) // 2] <= FORECAST_TARGET_MS,
+    }
+    say.log(f"forecast of {jobs:,} jobs by the hour: median {out['median_ms']:.1f} ms")
+    return out
+
+
 def persistence(node: Node, topic: str, jobs: int, say: Console) -> dict[str, Any]:
     """The AOF rewritten and measured, then the server restarted and checked."""
     with node.client() as client:
@@ -145,6 +176,7 @@ def measure_volume(workdir: Path, sizes: Volume, cpu: int | None, say: Console) 
         far = fill(node, "scale.far", sizes.jobs, "", sizes.producers, say)
         far["target_max"] = FAR_TARGET
         far["met"] = far["bytes_per_job"] <= FAR_TARGET
+        far["forecast"] = forecast(node, "scale.far", sizes.jobs, say)
         kept = persistence(node, "scale.far", sizes.jobs, say)
     finally:
         node.stop()

@@ -14,6 +14,7 @@ import pytest
 
 import chronoq
 from chronoq import Job
+from chronoq.backends.redis.codec import id_key
 from chronoq.backends.redis.far_ids import hinted
 from chronoq.errors import InvalidInput
 from chronoq.ids import new_id
@@ -97,7 +98,7 @@ def test_an_element_keeps_a_generated_id_and_a_due_time_short(
     17 (5 bytes less than a producer's id of 17 bytes); the due time as 2 bytes
     from the bucket's start while buckets are at most 65,536 ms wide (4 less).
     Every read decodes both forms: get, a put of the same id, reschedule, the
-    listing, delete and promotion."""
+    listing, delete and promotion (by a consumer with a longer horizon)."""
     q = open_queue(f"{server.url}?far_bucket_ms={width_ms}&horizon_ms=1000")
     raw = raw_client(server)
     due_ms = (int(time.time()) + 3 * HOUR) * 1000
@@ -128,9 +129,13 @@ def test_an_element_keeps_a_generated_id_and_a_due_time_short(
     info = q.get("short", given)
     assert info is not None and info.due_at == due_ms + 1000
     assert q.delete("short", generated) and q.get("short", generated) is None
-    soon = q.put("short", "soon", run_at=time.time() + 2.5).id  # promoted a second ahead
-    [job] = q.reserve("short", wait=8)
-    assert job.id == soon and job.payload == "soon"
+    # promoted by a consumer whose horizon reaches the bucket: decoded into delayed
+    wider = open_queue(f"{server.url}?far_bucket_ms={width_ms}&horizon_ms={8 * HOUR * 1000}")
+    assert wider.stats("short")["delayed"] == 1
+    assert not far_keys(raw, "short")["buckets"]
+    assert raw.zscore("chronoq:{short:0}:delayed", id_key(given)) == due_ms + 1000
+    info = wider.get("short", given)
+    assert info is not None and info.due_at == due_ms + 1000 and info.payload == {"n": 1}
 
 
 def test_a_producers_id_far_is_deduplicated_and_replaced(
@@ -281,7 +286,8 @@ def test_a_forecast_reads_the_count_strings_that_hold_buckets(
     q = open_queue(f"{server.url}?horizon_ms=0&far_bucket_ms=1")
     raw = raw_client(server)
     now = time.time()
-    q.put_many("wide", [Job(n, run_at=now + day * 86400 + 60) for day in range(30) for n in range(2)])
+    days = range(30)
+    q.put_many("wide", [Job(n, run_at=now + day * 86400 + 60) for day in days for n in range(2)])
 
     def mget_calls() -> int:
         return int(raw.info("commandstats").get("cmdstat_mget", {}).get("calls", 0))
@@ -290,6 +296,96 @@ def test_a_forecast_reads_the_count_strings_that_hold_buckets(
     daily = q.forecast("wide", until=now + 30 * 86400, step=86400)
     assert mget_calls() - before == 1  # 60 jobs in 60 buckets: one MGET of their strings
     assert sum(daily.counts) + daily.later == 60 and daily.counts[1:] == (2,) * 29
+
+
+def test_a_listing_cursor_made_by_hand_is_refused_or_bounded(
+    server: RedisServer, open_queue: Callable[[str], chronoq.Queue], raw_client: Callable[..., Any]
+) -> None:
+    """A page past the last is refused; a listing reads a bounded number of
+    elements per call even when deleted jobs leave most of them empty."""
+    q = open_queue(server.url)
+    raw = raw_client(server)
+    ids = [r.id for r in q.put_many("tomb", [Job(n, delay=HOUR) for n in range(2000)])]
+    start = int(far_keys(raw, "tomb")["buckets"].pop())
+    for cursor in (f"f{start}.16.0", f"f{start}.99999.0"):
+        with pytest.raises(InvalidInput, match="bad job cursor"):
+            q.jobs("tomb", cursor=cursor)
+    for job_id in ids[:-1]:
+        q.delete("tomb", job_id)
+
+    def lranges() -> int:
+        return int(raw.info("commandstats").get("cmdstat_lrange", {}).get("calls", 0))
+
+    seen: list[str] = []
+    cursor: str | None = None
+    calls = 0
+    while True:
+        before = lranges()
+        page = q.jobs("tomb", cursor=cursor, limit=1)
+        assert lranges() - before <= 4 + 16  # 4 * limit elements + a call per page
+        seen += [j.id for j in page.jobs]
+        calls += 1
+        if page.cursor is None:
+            break
+        cursor = page.cursor
+    assert seen == [ids[-1]] and calls > 2
+
+
+def test_purge_takes_a_far_bucket_a_slice_at_a_time(
+    server: RedisServer,
+    open_queue: Callable[[str], chronoq.Queue],
+    raw_client: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from chronoq.backends.redis import topicwide
+
+    monkeypatch.setattr(topicwide, "_PURGE_BATCH", 100)
+    q = open_queue(server.url)
+    raw = raw_client(server)
+    q.put_many("slices", [Job(n, delay=HOUR) for n in range(1000)])  # one or two buckets
+    assert len(far_keys(raw, "slices")["buckets"]) <= 2
+    raw.config_resetstat()
+    assert q.purge("slices") == 1000
+    calls = int(raw.info("commandstats")["cmdstat_fcall"]["calls"])
+    assert calls >= 1000 // 100
+    assert not list(raw.scan_iter("chronoq:{slices:0}:far*"))
+
+
+def test_past_due_far_jobs_of_many_buckets_count_as_ready(
+    server: RedisServer, open_queue: Callable[[str], chronoq.Queue]
+) -> None:
+    """No consumer: 1,500 buckets fall due unpromoted (a weekend's worth of
+    minutes); stats and the forecast count every one, not the first 1,000."""
+    q = open_queue(f"{server.url}?horizon_ms=0&far_bucket_ms=1")
+    due = time.time() + 1.0
+    q.put_many("weekend", [Job(n, run_at=due + n / 1000) for n in range(1500)])
+    time.sleep(2.6)
+    stats = q.stats("weekend")  # its upkeep promotes a slice; the rest stay far
+    assert (stats["ready"], stats["delayed"]) == (1500, 0)
+    ahead = q.forecast("weekend", until=time.time() + 3600)
+    assert sum(ahead.counts) + ahead.later == 0
+
+
+def test_a_process_with_another_bucket_width_follows_the_stores(
+    server: RedisServer, open_queue: Callable[[str], chronoq.Queue]
+) -> None:
+    """far_bucket_ms should be one per store; a process given another reads and
+    writes with the store's, so no id or due time is misread."""
+    writer = open_queue(f"{server.url}?horizon_ms=1000&far_bucket_ms=2000")
+    other = open_queue(f"{server.url}?horizon_ms=1000&far_bucket_ms=1000")
+    start = (time.time_ns() // 1_000_000 // 2000 + 3) * 2000
+    put = writer.put_many("width", [Job(n, run_at=start / 1000 + 1.5) for n in range(20)])
+    more = other.put("width", "late", run_at=start / 1000 + 1.9)
+    for result in [*put, more]:
+        info = other.get("width", result.id)
+        assert info is not None and info.due_at == result.due_at
+    got: list[str] = []
+    deadline = time.monotonic() + 15
+    while len(got) < 21 and time.monotonic() < deadline:
+        jobs = other.reserve("width", count=21, wait=1)
+        assert all(time.time_ns() // 1_000_000 >= j.due_at for j in jobs)
+        got += [j.id for j in jobs]
+    assert sorted(got) == sorted([r.id for r in put] + [more.id])
 
 
 def test_far_jobs_take_a_fraction_of_near_memory(

@@ -1,15 +1,12 @@
 """The Backend contract: one method per transition of docs/contract.md §1, for blocking
 callers (``Backend``) and for asyncio (``AsyncBackend``, the same methods as
-coroutines).
-
-A backend receives validated, encoded input (topics checked, durations in ms,
-payloads as bytes) and owns the store's clock: every ``now`` is the store's.
-Each method is one atomic step that appends its events in that same step.
-Above it, each operation is defined once (``chronoq.calls``) for the four
+coroutines). A backend receives validated, encoded input (topics checked,
+durations in ms, payloads as bytes) and owns the store's clock: every ``now`` is
+the store's. Each method is one atomic step that appends its events in that same
+step. Above it, each operation is defined once (``chronoq.calls``) for the four
 facades: ``Queue``, ``AsyncQueue`` and the HTTP clients.
 
-Adding an operation (a transition, say a rate limit on reserve; or a read,
-say peek) touches:
+Adding an operation (a transition, say a rate limit on reserve; or a read) touches:
 
 1. This module: an abstract method of ``Backend`` whose docstring is the
    contract, and the same as a coroutine on ``AsyncBackend``. Nothing else
@@ -50,16 +47,13 @@ say peek) touches:
    of token actions.
 7. The CLI, when people run it by hand: a command in ``cli/main.py`` (a new
    table in ``cli/output.py``), tested in ``tests/cli/test_cli.py``.
-8. The docs: ``docs/contract.md`` (the Python API, and its HTTP table when it
-   is served), ``docs/clients.md`` when the clients offer it (their list of
-   methods, what is retried, a server bound), and a line in ``CHANGELOG.md``
-   under Unreleased.
+8. The docs: ``docs/contract.md`` (the Python API, and its HTTP table when it is
+   served), ``docs/clients.md`` when the clients offer it (their list of methods,
+   what is retried, a server bound), and a line in ``CHANGELOG.md``.
 
-Then a test of it in ``tests/conformance/``: it runs on every backend,
-through both store facades; ``tests/http/test_client.py`` runs the clients.
-``docs/architecture.md`` draws the layers. Measured by adding a read
-(``peek``) in a scratch branch: 12 source files, 3 test files and 4 docs, and
-none of the four facades.
+Then a test of it in ``tests/conformance/`` (every backend, both store facades);
+``tests/http/test_client.py`` runs the clients. Measured by adding a read (``peek``)
+in a scratch branch: 12 source files, 3 test files and 4 docs, none of the facades.
 """
 
 from __future__ import annotations

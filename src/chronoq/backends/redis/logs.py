@@ -16,6 +16,7 @@ from chronoq.job import JobInfo, JobPage, LogRead, LogShard
 
 __all__ = ["jobs", "log_read", "log_shards", "log_trim"]
 
+_FAR_PAGES = 16  # a far bucket's lists (lua/lib/6_far.lua)
 _EVENTS_PER_ENTRY = 64  # a guess for XRANGE's COUNT: entries pack 22-4,000 bytes of events
 
 
@@ -96,9 +97,12 @@ def log_trim(core: RedisCore, shard: LogShard, upto: int) -> Steps[None]:
 
 def jobs(core: RedisCore, topic: str, shard: int, cursor: str | None, limit: int) -> Steps[JobPage]:
     """A page of the shard's jobs, read at the server's time: the far tier's
-    first (cursor ``f<start>.<page>.<index>``), then one HSCAN of the job
-    records (an HSCAN cursor: digits). Far first, since jobs only move from
-    far to near: one promoted while a listing runs is met in the records."""
+    first (cursor ``f<start>.<page>.<index>``; a page may come back short, even
+    empty, where many far jobs were deleted), then one HSCAN of the job records
+    (an HSCAN cursor: digits). Far first, as promotion moves jobs from far to
+    near: one promoted while a listing runs is met in the records. A job moved
+    the other way meanwhile (rescheduled or retried beyond the horizon) may be
+    missed, as HSCAN may miss a record not there for the whole scan."""
     if not 0 <= shard < core.shards:
         raise InvalidInput(f"{core.url}: shard {shard} is not one of 0..{core.shards - 1}")
     if cursor is None or cursor.startswith("f"):
@@ -127,7 +131,9 @@ def _far_cursor(cursor: str | None) -> tuple[int, int, int]:
         return 0, 0, 0
     parts = cursor[1:].split(".")
     if len(parts) == 3 and all(p.isascii() and p.isdigit() and len(p) <= 16 for p in parts):
-        return int(parts[0]), int(parts[1]), int(parts[2])
+        start, page, index = (int(p) for p in parts)
+        if page < _FAR_PAGES:
+            return start, page, index
     raise InvalidInput(f"bad job cursor {cursor!r}: pass the cursor of a previous page")
 
 

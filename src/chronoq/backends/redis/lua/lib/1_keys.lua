@@ -1,14 +1,15 @@
 -- lib/1_keys.lua: the call. The shared part of the `chronoq_<hash>` function
 -- library is lib/*.lua, joined in the order of scripts.LIB_FILES (1_keys,
--- 2_record, 3_events, 4_batched, 5_jobs, 6_transitions, 7_timer): Lua locals
+-- 2_record, 3_events, 4_batched, 5_jobs, 6_far, 7_transitions, 8_timer): Lua locals
 -- are lexically scoped, so each file uses only what the files before it define.
 -- scripts.py then makes each transition's file (lua/<name>.lua) the body of one
 -- function (FCALL chronoq_<hash>_<name>); the library is loaded once (FUNCTION
 -- LOAD), so these definitions are not re-run per call.
 --
 -- This file: the keys, arguments, clock and event buffer of the current call.
--- Defines: K_JOBS .. K_FARIDX, ARGV, EVENT_CAP, FAR_HORIZON, FAR_WIDTH, NOW, NOW_US, EVENTS (declared
---   here so that begin_call can empty it; filled by 3_events), now_ms, begin_call.
+-- Defines: K_JOBS .. K_FARIDX, ARGV, EVENT_CAP, FAR_HORIZON, FAR_WIDTH, FAR_CHECKED, NOW,
+--   NOW_US, EVENTS (declared here so that begin_call can empty it; filled by 3_events),
+--   now_ms, begin_call.
 -- Uses: nothing earlier.
 -- Python twin: keys.PARTS (keys.py) is the KEYS order below.
 --
@@ -29,8 +30,10 @@
 --  13 guard    STRING  never written: declared so that a call in a slot that is being
 --                      migrated (Redis Cluster) is refused before it runs (keys.py)
 --  14 far      ZSET    the far tier's buckets (6_far): their start (ms), scored by it;
---                      bucket <start> keeps its jobs in the LISTs <far>:<start>:<page>
---  15 farn     HASH    bucket start -> how many jobs it holds (and 6_far's other counts)
+--                      bucket <start> keeps its jobs in the LISTs <far>:<start>:<page>,
+--                      its count in a field of the STRING <far>c:<start / width / 64>
+--  15 farn     HASH    the tier's counts: 'all' (its jobs), '<start>:<page>' (elements
+--                      promotion took off a page's head), 'width' (its bucket width)
 --  16 faridx   HASH    id -> bucket start * 16 + page, for a far job its id does not locate
 -- ARGV[1] of every function is the approximate cap of the event log (in events),
 -- then, when the far tier is on, ':<horizon ms>:<bucket width ms>' (6_far); its
@@ -46,6 +49,9 @@ local K_EVSEQ, K_TIMER, K_GUARD
 local K_FAR, K_FARN, K_FARIDX
 local ARGV, EVENT_CAP
 local FAR_HORIZON, FAR_WIDTH -- ms; FAR_HORIZON < 0: no new far jobs (6_far)
+-- the caller's bucket width (FAR_WIDTH until the store's own is read: 6_far's
+-- far_check), and whether this call has read it
+local URL_WIDTH, FAR_CHECKED
 local CALL_HEAD = nil -- ARGV[1] as last parsed: the same string for every call of a store
 local EVENTS -- the packed events of this call (3_events: emit_event, flush_events)
 
@@ -75,11 +81,11 @@ local function begin_call(keys, args)
   if args[1] ~= CALL_HEAD then -- Lua interns strings: one pointer compare on most calls
     local cap, horizon, width = string.match(args[1], '^(%d+):(%-?%d+):(%d+)$')
     if cap then
-      EVENT_CAP, FAR_HORIZON, FAR_WIDTH = tonumber(cap), tonumber(horizon), tonumber(width)
+      EVENT_CAP, FAR_HORIZON, URL_WIDTH = tonumber(cap), tonumber(horizon), tonumber(width)
     else
-      EVENT_CAP, FAR_HORIZON, FAR_WIDTH = tonumber(args[1]), -1, 60000 -- a cap alone: no far tier
+      EVENT_CAP, FAR_HORIZON, URL_WIDTH = tonumber(args[1]), -1, 60000 -- a cap alone: no far tier
     end
     CALL_HEAD = args[1]
   end
-  EVENTS, NOW, NOW_US = {}, nil, nil
+  EVENTS, NOW, NOW_US, FAR_WIDTH, FAR_CHECKED = {}, nil, nil, URL_WIDTH, false
 end

@@ -5,11 +5,12 @@
 -- near structures (delayed or ready, and the jobs hash) from the horizon before
 -- its start, a slice per call of the reserve path, so that a bucket of a million
 -- jobs never holds a call up.
--- Defines: FAR_PAGES, FAR_SLICE, far_bucket, far_page_key, far_element,
+-- Defines: FAR_PAGES, FAR_SLICE, far_check, far_bucket, far_page_key, far_element,
 --   far_entry_parts, far_locate, drop_bucket, far_count, far_remove, far_add, far_flush,
 --   far_promote, far_next_at, far_due_count, far_forecast, far_entries.
--- Uses: K_FAR, K_FARN, K_FARIDX, FAR_HORIZON, FAR_WIDTH, istr (1_keys); HEAD,
---   ready_score (2_record); CHUNK, zadd_many, call_chunked (4_batched); jobs_put (5_jobs).
+-- Uses: K_DELAYED, K_READY, K_FAR, K_FARN, K_FARIDX, FAR_HORIZON, FAR_WIDTH, FAR_CHECKED,
+--   istr (1_keys); HEAD, ready_score (2_record); CHUNK, zadd_many, call_chunked
+--   (4_batched); jobs_put (5_jobs).
 -- Python twin: far_ids.py (the bucket a generated id names), logs.py (reads
 --   far_entries' reply).
 --
@@ -18,16 +19,14 @@
 -- its count of jobs is a field of a count string (count_at); KEYS[15] holds the
 -- whole tier's count (field 'all') and, per page (field <start>:<page>), how
 -- many elements promotion took off its head, so that a listing's cursor
--- survives it. Its jobs are in FAR_PAGES lists
--- <far>:<start>:<page>, one element per job (far_element): a byte of flags, the
--- id, then the job's record (2_record). A deleted or moved job's element
--- becomes '' in place (so that no index shifts under a listing) until
--- promotion takes it off. Flags: E_INDEXED, the id is in the index; E_SHORT_ID,
+-- survives it. Its jobs are in FAR_PAGES lists <far>:<start>:<page>, one
+-- element per job (far_element): a byte of flags, the id, then the job's
+-- record (2_record). A deleted or moved job's element becomes '' in place (no
+-- index shifts under a listing) until promotion takes it off. Flags: E_INDEXED, the id is in the index; E_SHORT_ID,
 -- a generated id that names this bucket, kept as its 13 bytes from the second
 -- to the fourteenth (the first is 0, the last three the bucket's number), else
 -- the id's length - 1 in a byte, then the id; E_SHORT_DUE, the record's due
 -- time kept as 2 bytes from the bucket's start (buckets up to 65,536 ms wide).
--- At 10 million jobs a month ahead, these 9 bytes are a tenth of a job's cost.
 --
 -- Finding a job by id reads one page: a generated id (far_ids.py) carries its
 -- bucket number (mod 2^24) in its last 24 bits and its page in bits 28-31;
@@ -40,10 +39,22 @@ local READ_CHUNK = 512 -- elements per LRANGE when a page is searched
 local HINT_SPAN = 16777216 -- 2^24
 local GROUP = 64 -- bucket counts per count string
 
+-- The store's bucket width, once per call, before the far tier is read or
+-- written: a process given another far_bucket_ms follows the store's (the
+-- width places jobs in buckets, and a short id's last bytes are its bucket's
+-- number), rather than misreading it. Kept in farn while the tier holds jobs.
+local function far_check()
+  if FAR_CHECKED then return end
+  FAR_CHECKED = true
+  local width = redis.call('HGET', K_FARN, 'width')
+  if width then FAR_WIDTH = tonumber(width) end
+end
+
 -- The start of the bucket a job due at `due` is kept in, or nil when it is near:
 -- a bucket is far while its promotion (the horizon before its start) is ahead.
 local function far_bucket(due, now)
-  if FAR_HORIZON < 0 then return nil end -- the far tier is off: no new far jobs
+  if FAR_HORIZON < 0 or due - now <= FAR_HORIZON then return nil end -- near at any width
+  far_check()
   local start = due - due % FAR_WIDTH
   if start - FAR_HORIZON > now then return start end
   return nil
@@ -66,7 +77,7 @@ local E_INDEXED, E_SHORT_ID, E_SHORT_DUE = 1, 2, 4
 local function bucket_tail(start) return struct.pack('>I3', (start / FAR_WIDTH) % HINT_SPAN) end
 
 -- The element of job `id` (record `raw`) in bucket `start`; `flags`: E_INDEXED
--- or E_SHORT_ID (or 0).
+-- or E_SHORT_ID (far_locate finds no other).
 local function far_element(id, raw, start, flags)
   local head
   if flags == E_SHORT_ID then head = string.sub(id, 2, 14) else head = string.char(#id - 1) .. id end
@@ -99,6 +110,7 @@ end
 
 -- A far job by id: its location and record, or nil.
 local function far_locate(id)
+  far_check()
   local start, page, indexed
   local at = redis.call('HGET', K_FARIDX, id)
   if at then
@@ -136,11 +148,6 @@ local function count_at(start)
   return K_FAR .. 'c:' .. istr(math.floor(index / GROUP)), '#' .. (index % GROUP)
 end
 
-local function bucket_count(start)
-  local key, at = count_at(start)
-  return redis.call('BITFIELD_RO', key, 'GET', 'i32', at)[1]
-end
-
 -- Bucket `start` is empty: dropped, with its pages and bookkeeping.
 local function drop_bucket(start)
   local field = istr(start)
@@ -156,7 +163,7 @@ local function drop_bucket(start)
     keys[#keys + 1] = far_page_key(start, p)
     fields[#fields + 1] = field .. ':' .. p
   end
-  redis.call('DEL', unpack(keys))
+  redis.call('UNLINK', unpack(keys))
   redis.call('HDEL', K_FARN, unpack(fields))
   redis.call('ZREM', K_FAR, field)
   if redis.call('EXISTS', K_FAR) == 0 then redis.call('DEL', K_FARN) end -- no counts left
@@ -206,6 +213,7 @@ local function far_add(id, raw, start, seq)
 end
 
 local function far_flush()
+  if #far_batch.order > 0 then redis.call('HSETNX', K_FARN, 'width', istr(FAR_WIDTH)) end
   for _, key in ipairs(far_batch.order) do call_chunked('RPUSH', key, far_batch.pages[key]) end
   local total = 0
   for start, n in pairs(far_batch.counts) do
@@ -223,6 +231,7 @@ local function promotable(now)
   if #first == 0 then return nil end
   local start = tonumber(first[2])
   if start - math.max(FAR_HORIZON, 0) > now then return nil end
+  far_check()
   return start
 end
 
@@ -285,17 +294,6 @@ local function far_next_at(now)
   return math.max(tonumber(first[2]) - math.max(FAR_HORIZON, 0), now)
 end
 
--- How many far jobs there are, and how many of them are in buckets wholly due
--- by `now` (not promoted yet: no consumer has called since).
-local function far_due_count(now)
-  local all = tonumber(redis.call('HGET', K_FARN, 'all') or '0')
-  if all == 0 then return 0, 0 end
-  local due = 0
-  local buckets = redis.call('ZRANGEBYSCORE', K_FAR, '-inf', now - FAR_WIDTH, 'LIMIT', 0, 1000)
-  for _, bucket in ipairs(buckets) do due = due + bucket_count(tonumber(bucket)) end
-  return all, due
-end
-
 -- The count strings (their group numbers) that hold the buckets starting in
 -- (low, high) ms, the first and last such bucket's index: every group between
 -- the first and the last when they are no more than the buckets, else only those
@@ -323,14 +321,14 @@ local function far_groups(low, high)
   return groups, first, last
 end
 
--- The far jobs per step of a forecast: out[k] (k from 1) gains the count of each
--- bucket starting in (start - FAR_WIDTH, finish), in the step that holds its
--- start (the first for a bucket that began before start). Returns how many.
-local function far_forecast(out, start, step, finish)
-  local groups, first, last = far_groups(start - FAR_WIDTH, finish)
+-- Call fn(index, count) for each bucket starting in (low, high) ms that counts
+-- jobs (index: start / FAR_WIDTH), read from the count strings.
+local function far_counts(low, high, fn)
+  far_check()
+  local groups, first, last = far_groups(low, high)
   local keys = {}
   for i, g in ipairs(groups) do keys[i] = K_FAR .. 'c:' .. istr(g) end
-  local counted, format, zeros = 0, '>' .. string.rep('i4', GROUP), string.rep('\0', 4 * GROUP)
+  local format, zeros = '>' .. string.rep('i4', GROUP), string.rep('\0', 4 * GROUP)
   for from = 1, #keys, CHUNK do
     local part = redis.call('MGET', unpack(keys, from, math.min(from + CHUNK - 1, #keys)))
     for n, data in ipairs(part) do
@@ -339,31 +337,55 @@ local function far_forecast(out, start, step, finish)
         local base = groups[from + n - 1] * GROUP
         for o = 1, GROUP do
           local c, index = counts[o], base + o - 1
-          if c ~= 0 and index >= first and index <= last then
-            local k = math.max(math.floor((index * FAR_WIDTH - start) / step), 0) + 1
-            out[k] = (out[k] or 0) + c
-            counted = counted + c
-          end
+          if c ~= 0 and index >= first and index <= last then fn(index, c) end
         end
       end
     end
   end
+end
+
+-- How many far jobs there are, and how many of them are in buckets wholly due
+-- by `now` (not promoted yet: no consumer has called since; a weekend without
+-- consumers leaves thousands of such buckets).
+local function far_due_count(now)
+  local all = tonumber(redis.call('HGET', K_FARN, 'all') or '0')
+  if all == 0 then return 0, 0 end
+  local due = 0
+  far_counts(-1, now - FAR_WIDTH + 1, function(_, c) due = due + c end)
+  return all, due
+end
+
+-- The far jobs per step of a forecast: out[k] (k from 1) gains the count of each
+-- bucket starting in (start - FAR_WIDTH, finish), in the step that holds its
+-- start (the first for a bucket that began before start). Returns how many.
+local function far_forecast(out, start, step, finish)
+  local counted = 0
+  far_counts(start - FAR_WIDTH, finish, function(index, c)
+    local k = math.max(math.floor((index * FAR_WIDTH - start) / step), 0) + 1
+    out[k] = (out[k] or 0) + c
+    counted = counted + c
+  end)
   return counted
 end
 
 -- About `limit` far jobs from the cursor on (bucket start, page, index counted
 -- from the page's first element ever): a flat list of id, record pairs, and the
--- cursor after them (nil at the end).
+-- cursor after them (nil at the end). At most about 4 * limit elements are
+-- read, emptied ones (deleted jobs) included: a page of them may come back
+-- short, or empty, with a cursor.
 local function far_entries(start, page, index, limit)
-  local out = {}
-  while #out < 2 * limit do
+  far_check()
+  local out, budget = {}, 4 * limit + FAR_PAGES
+  if page >= FAR_PAGES then start, page, index = start + 1, 0, 0 end -- a cursor made by hand
+  while #out < 2 * limit and budget > 0 do
     local buckets = redis.call('ZRANGEBYSCORE', K_FAR, start, '+inf', 'LIMIT', 0, 1)
     if #buckets == 0 then return out, nil end
     if tonumber(buckets[1]) ~= start then start, page, index = tonumber(buckets[1]), 0, 0 end
     local key = far_page_key(start, page)
     local trimmed = tonumber(redis.call('HGET', K_FARN, istr(start) .. ':' .. page) or '0')
     local first = math.max(index - trimmed, 0)
-    local part = redis.call('LRANGE', key, first, first + limit - #out / 2 - 1)
+    local part = redis.call('LRANGE', key, first, first + math.min(limit - #out / 2, budget) - 1)
+    budget = budget - #part - 1
     for _, e in ipairs(part) do
       local id, raw = far_entry_parts(e, start)
       if id then out[#out + 1], out[#out + 2] = id, raw end
