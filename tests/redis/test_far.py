@@ -298,6 +298,35 @@ def test_a_forecast_reads_the_count_strings_that_hold_buckets(
     assert sum(daily.counts) + daily.later == 60 and daily.counts[1:] == (2,) * 29
 
 
+def test_an_indexed_job_is_read_at_its_place_not_searched(
+    server: RedisServer, open_queue: Callable[[str], chronoq.Queue], raw_client: Callable[..., Any]
+) -> None:
+    """The index keeps an indexed job's place in its page (counted from the
+    page's first element ever): a put of the same ids again, a get, reads one
+    element each (LINDEX), not the page, also once promotion has taken
+    elements off the pages' heads."""
+    q = open_queue(f"{server.url}?horizon_ms=1000&far_bucket_ms=1000")
+    raw = raw_client(server)
+    start = (time.time_ns() // 1_000_000 // 1000 + 3) * 1000
+    jobs = [Job(n, id=f"order-{n}", run_at=start / 1000 + 0.5) for n in range(3 * FAR_SLICE)]
+    q.put_many("placed", jobs)
+
+    def calls(name: str) -> int:
+        return int(raw.info("commandstats").get(f"cmdstat_{name}", {}).get("calls", 0))
+
+    lranges, lindexes = calls("lrange"), calls("lindex")
+    assert not any(r.created for r in q.put_many("placed", jobs))
+    assert (calls("lrange") - lranges, calls("lindex") - lindexes) == (0, len(jobs))
+    wait_until(lambda: time.time_ns() // 1_000_000 >= start - 1000, what="the promotion time")
+    q.stats("placed")  # one slice promoted: the pages' heads trimmed
+    assert raw.zcard("chronoq:{placed:0}:delayed") == FAR_SLICE
+    lranges = calls("lrange")
+    for n in range(3 * FAR_SLICE):
+        info = q.get("placed", f"order-{n}")
+        assert info is not None and info.payload == n
+    assert calls("lrange") == lranges
+
+
 def test_a_listing_cursor_made_by_hand_is_refused_or_bounded(
     server: RedisServer, open_queue: Callable[[str], chronoq.Queue], raw_client: Callable[..., Any]
 ) -> None:

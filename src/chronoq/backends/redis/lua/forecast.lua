@@ -11,6 +11,20 @@
 --   on. Only {start} when until is not after start or is over the most steps away:
 --   the client raises InvalidInput (job.forecast_steps, which this mirrors).
 -- Events: none.
+
+-- The far jobs per step of a forecast: out[k] (k from 1) gains the count of each
+-- bucket starting in (start - FAR_WIDTH, finish), in the step that holds its
+-- start (the first for a bucket that began before start). Returns how many.
+local function far_forecast(out, start, step, finish)
+  local counted = 0
+  far_counts(start - FAR_WIDTH, finish, function(index, c)
+    local k = math.max(math.floor((index * FAR_WIDTH - start) / step), 0) + 1
+    out[k] = (out[k] or 0) + c
+    counted = counted + c
+  end)
+  return counted
+end
+
 local start = tonumber(ARGV[5])
 if start < 0 then start = now_ms() end
 local until_ms, step = tonumber(ARGV[2]), tonumber(ARGV[3])

@@ -7,12 +7,12 @@
 -- jobs never holds a call up.
 -- Defines: FAR_PAGES, FAR_SLICE, far_check, far_bucket, far_page_key, far_element,
 --   far_entry_parts, far_locate, drop_bucket, far_count, far_remove, far_add, far_flush,
---   far_promote, far_next_at, far_due_count, far_forecast, far_entries.
+--   far_promote, far_next_at, far_counts, far_due_count (far_jobs.lua and forecast.lua
+--   read the tier through far_entry_parts and far_counts).
 -- Uses: K_DELAYED, K_READY, K_FAR, K_FARN, K_FARIDX, FAR_HORIZON, FAR_WIDTH, FAR_CHECKED,
 --   istr (1_keys); HEAD, ready_score (2_record); CHUNK, zadd_many, call_chunked
 --   (4_batched); jobs_put (5_jobs).
--- Python twin: far_ids.py (the bucket a generated id names), logs.py (reads
---   far_entries' reply).
+-- Python twin: far_ids.py (the bucket a generated id names).
 --
 -- Bucket <start> (ms, a multiple of FAR_WIDTH) holds the jobs due in
 -- [start, start + FAR_WIDTH). It is a member of KEYS[14] scored by its start;
@@ -31,7 +31,8 @@
 -- Finding a job by id reads one page: a generated id (far_ids.py) carries its
 -- bucket number (mod 2^24) in its last 24 bits and its page in bits 28-31;
 -- any other id, or one whose due time is not in the bucket it names, is in the
--- index (KEYS[16]: id -> start * FAR_PAGES + page).
+-- index (KEYS[16]: id -> start * FAR_PAGES + page, ':', its place in the page
+-- counted from the page's first element ever).
 
 local FAR_PAGES = 16
 local FAR_SLICE = 256 -- jobs per promotion step: well under 1 ms of server time
@@ -111,12 +112,12 @@ end
 -- A far job by id: its location and record, or nil.
 local function far_locate(id)
   far_check()
-  local start, page, indexed
+  local start, page, indexed, known
   local at = redis.call('HGET', K_FARIDX, id)
   if at then
-    at = tonumber(at)
-    page = at % FAR_PAGES
-    start, indexed = (at - page) / FAR_PAGES, true
+    local loc, index = string.match(at, '^(%d+):?(%d*)$')
+    page = tonumber(loc) % FAR_PAGES
+    start, indexed, known = (tonumber(loc) - page) / FAR_PAGES, true, tonumber(index)
   else
     start, page = hinted(id)
     if not start then return nil end
@@ -125,7 +126,15 @@ local function far_locate(id)
   -- what the element holds after its flags, and those flags but E_SHORT_DUE
   local held, kind = string.char(#id - 1) .. id, E_INDEXED
   if not indexed then held, kind = string.sub(id, 2, 14), E_SHORT_ID end
-  local first = 0
+  if known then -- the index knows its place: counted from the page's first element ever
+    local i = known - tonumber(redis.call('HGET', K_FARN, istr(start) .. ':' .. page) or '0')
+    local e = i >= 0 and redis.call('LINDEX', key, i)
+    if e and string.sub(e, 2, #held + 1) == held and string.byte(e, 1) % 4 == kind then
+      local _, raw = far_entry_parts(e, start)
+      return {start = start, key = key, index = i, indexed = true}, raw
+    end
+  end
+  local first = 0 -- else the page is searched
   repeat
     local part = redis.call('LRANGE', key, first, first + READ_CHUNK - 1)
     for i, e in ipairs(part) do
@@ -187,7 +196,8 @@ local function far_remove(loc, id)
 end
 
 -- Appends gathered by a call (put.lua adds many): page key -> elements, bucket
--- -> count, and the index's field/value pairs; far_flush writes them.
+-- -> count, and the indexed jobs ({id, page key, start, page, place among the
+-- page's new elements}); far_flush writes them.
 local far_batch = {pages = {}, order = {}, counts = {}, index = {}}
 
 local function far_add(id, raw, start, seq)
@@ -208,12 +218,24 @@ local function far_add(id, raw, start, seq)
   far_batch.counts[start] = (far_batch.counts[start] or 0) + 1
   if indexed then
     local index = far_batch.index
-    index[#index + 1], index[#index + 2] = id, istr(start * FAR_PAGES + page)
+    index[#index + 1] = {id, key, start, page, #elements}
   end
 end
 
 local function far_flush()
   if #far_batch.order > 0 then redis.call('HSETNX', K_FARN, 'width', istr(FAR_WIDTH)) end
+  -- an indexed job's place, counted from its page's first element ever (as a
+  -- listing's cursor), so that far_locate reads one element, not its page
+  local pairs_at, base = {}, {}
+  for _, e in ipairs(far_batch.index) do
+    local id, key, start, page, n = e[1], e[2], e[3], e[4], e[5]
+    if not base[key] then
+      base[key] = redis.call('LLEN', key)
+        + tonumber(redis.call('HGET', K_FARN, istr(start) .. ':' .. page) or '0')
+    end
+    pairs_at[#pairs_at + 1] = id
+    pairs_at[#pairs_at + 1] = istr(start * FAR_PAGES + page) .. ':' .. istr(base[key] + n - 1)
+  end
   for _, key in ipairs(far_batch.order) do call_chunked('RPUSH', key, far_batch.pages[key]) end
   local total = 0
   for start, n in pairs(far_batch.counts) do
@@ -221,7 +243,7 @@ local function far_flush()
     total = total + n
   end
   if total > 0 then redis.call('HINCRBY', K_FARN, 'all', total) end
-  if #far_batch.index > 0 then call_chunked('HSET', K_FARIDX, far_batch.index) end
+  if #pairs_at > 0 then call_chunked('HSET', K_FARIDX, pairs_at) end
   far_batch = {pages = {}, order = {}, counts = {}, index = {}}
 end
 
@@ -353,48 +375,4 @@ local function far_due_count(now)
   local due = 0
   far_counts(-1, now - FAR_WIDTH + 1, function(_, c) due = due + c end)
   return all, due
-end
-
--- The far jobs per step of a forecast: out[k] (k from 1) gains the count of each
--- bucket starting in (start - FAR_WIDTH, finish), in the step that holds its
--- start (the first for a bucket that began before start). Returns how many.
-local function far_forecast(out, start, step, finish)
-  local counted = 0
-  far_counts(start - FAR_WIDTH, finish, function(index, c)
-    local k = math.max(math.floor((index * FAR_WIDTH - start) / step), 0) + 1
-    out[k] = (out[k] or 0) + c
-    counted = counted + c
-  end)
-  return counted
-end
-
--- About `limit` far jobs from the cursor on (bucket start, page, index counted
--- from the page's first element ever): a flat list of id, record pairs, and the
--- cursor after them (nil at the end). At most about 4 * limit elements are
--- read, emptied ones (deleted jobs) included: a page of them may come back
--- short, or empty, with a cursor.
-local function far_entries(start, page, index, limit)
-  far_check()
-  local out, budget = {}, 4 * limit + FAR_PAGES
-  if page >= FAR_PAGES then start, page, index = start + 1, 0, 0 end -- a cursor made by hand
-  while #out < 2 * limit and budget > 0 do
-    local buckets = redis.call('ZRANGEBYSCORE', K_FAR, start, '+inf', 'LIMIT', 0, 1)
-    if #buckets == 0 then return out, nil end
-    if tonumber(buckets[1]) ~= start then start, page, index = tonumber(buckets[1]), 0, 0 end
-    local key = far_page_key(start, page)
-    local trimmed = tonumber(redis.call('HGET', K_FARN, istr(start) .. ':' .. page) or '0')
-    local first = math.max(index - trimmed, 0)
-    local part = redis.call('LRANGE', key, first, first + math.min(limit - #out / 2, budget) - 1)
-    budget = budget - #part - 1
-    for _, e in ipairs(part) do
-      local id, raw = far_entry_parts(e, start)
-      if id then out[#out + 1], out[#out + 2] = id, raw end
-    end
-    index = trimmed + first + #part
-    if first + #part >= redis.call('LLEN', key) then
-      page, index = page + 1, 0
-      if page == FAR_PAGES then start, page = start + 1, 0 end
-    end
-  end
-  return out, {start, page, index}
 end
