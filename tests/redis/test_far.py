@@ -408,6 +408,13 @@ def test_a_process_with_another_bucket_width_follows_the_stores(
     for result in [*put, more]:
         info = other.get("width", result.id)
         assert info is not None and info.due_at == result.due_at
+    # within the bucket's second half, unpromoted (a forecast promotes nothing):
+    # wholly due by the caller's width, not by the store's
+    wait_until(lambda: time.time_ns() // 1_000_000 >= start + 1050, what="mid-bucket")
+    ahead = other.forecast("width", until=start / 1000 + 10, step=1)
+    assert (sum(ahead.counts), ahead.later) == (21, 0)
+    stats = other.stats("width")
+    assert stats["ready"] + stats["delayed"] == 21
     got: list[str] = []
     deadline = time.monotonic() + 15
     while len(got) < 21 and time.monotonic() < deadline:

@@ -71,8 +71,9 @@ async def scan_state(queue: AsyncQueue, topic: str, state: State, cursor: str | 
     read = PAGE
     while shard < shards and scanned < SCAN_BUDGET and len(found) < PAGE:
         page = await queue.jobs(topic, shard=shard, cursor=position, limit=read)
+        # a read is charged in full: a far tier of deleted jobs answers short pages
+        scanned += max(len(page.jobs), read)
         read = min(read * 4, _SCAN_READ)
-        scanned += len(page.jobs)
         found += [job for job in page.jobs if job.state == state]
         if page.cursor is None:
             shard, position = shard + 1, None

@@ -16,6 +16,7 @@
 -- bucket starting in (start - FAR_WIDTH, finish), in the step that holds its
 -- start (the first for a bucket that began before start). Returns how many.
 local function far_forecast(out, start, step, finish)
+  far_check() -- the bound below is in the store's width
   local counted = 0
   far_counts(start - FAR_WIDTH, finish, function(index, c)
     local k = math.max(math.floor((index * FAR_WIDTH - start) / step), 0) + 1

@@ -7,7 +7,7 @@
 -- LOAD), so these definitions are not re-run per call.
 --
 -- This file: the keys, arguments, clock and event buffer of the current call.
--- Defines: K_JOBS .. K_FARIDX, ARGV, EVENT_CAP, FAR_HORIZON, FAR_WIDTH, FAR_CHECKED, NOW,
+-- Defines: K_JOBS .. K_FARIDX, ARGV, EVENT_CAP, FAR_HORIZON, FAR_WIDTH, FAR_CHECKED, CALL_NO, NOW,
 --   NOW_US, EVENTS (declared here so that begin_call can empty it; filled by 3_events),
 --   now_ms, begin_call.
 -- Uses: nothing earlier.
@@ -34,7 +34,8 @@
 --                      its count in a field of the STRING <far>c:<start / width / 64>
 --  15 farn     HASH    the tier's counts: 'all' (its jobs), '<start>:<page>' (elements
 --                      promotion took off a page's head), 'width' (its bucket width)
---  16 faridx   HASH    id -> bucket start * 16 + page, for a far job its id does not locate
+--  16 faridx   HASH    id -> '<bucket start * 16 + page>:<place in the page>', for a far
+--                      job its id does not locate
 -- ARGV[1] of every function is the approximate cap of the event log (in events),
 -- then, when the far tier is on, ':<horizon ms>:<bucket width ms>' (6_far); its
 -- own arguments start at ARGV[2].
@@ -52,6 +53,7 @@ local FAR_HORIZON, FAR_WIDTH -- ms; FAR_HORIZON < 0: no new far jobs (6_far)
 -- the caller's bucket width (FAR_WIDTH until the store's own is read: 6_far's
 -- far_check), and whether this call has read it
 local URL_WIDTH, FAR_CHECKED
+local CALL_NO = 0 -- counts this library's calls: state a call gathers is tagged with it
 local CALL_HEAD = nil -- ARGV[1] as last parsed: the same string for every call of a store
 local EVENTS -- the packed events of this call (3_events: emit_event, flush_events)
 
@@ -88,4 +90,5 @@ local function begin_call(keys, args)
     CALL_HEAD = args[1]
   end
   EVENTS, NOW, NOW_US, FAR_WIDTH, FAR_CHECKED = {}, nil, nil, URL_WIDTH, false
+  CALL_NO = CALL_NO + 1
 end

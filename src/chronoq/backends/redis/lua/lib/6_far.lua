@@ -10,7 +10,7 @@
 --   far_promote, far_next_at, far_counts, far_due_count (far_jobs.lua and forecast.lua
 --   read the tier through far_entry_parts and far_counts).
 -- Uses: K_DELAYED, K_READY, K_FAR, K_FARN, K_FARIDX, FAR_HORIZON, FAR_WIDTH, FAR_CHECKED,
---   istr (1_keys); HEAD, ready_score (2_record); CHUNK, zadd_many, call_chunked
+--   CALL_NO, istr (1_keys); HEAD, ready_score (2_record); CHUNK, zadd_many, call_chunked
 --   (4_batched); jobs_put (5_jobs).
 -- Python twin: far_ids.py (the bucket a generated id names).
 --
@@ -198,9 +198,14 @@ end
 -- Appends gathered by a call (put.lua adds many): page key -> elements, bucket
 -- -> count, and the indexed jobs ({id, page key, start, page, place among the
 -- page's new elements}); far_flush writes them.
+-- Tagged with the call that gathered it: one that failed before flushing
+-- must not leave its appends to the next call (on another shard's keys).
 local far_batch = {pages = {}, order = {}, counts = {}, index = {}}
 
 local function far_add(id, raw, start, seq)
+  if far_batch.call ~= CALL_NO then
+    far_batch = {pages = {}, order = {}, counts = {}, index = {}, call = CALL_NO}
+  end
   local page, indexed = nil, false
   local hs, hp = hinted(id)
   -- an indexed job's page is free: 64 jobs put in a row share one (fewer appends)
@@ -223,6 +228,10 @@ local function far_add(id, raw, start, seq)
 end
 
 local function far_flush()
+  if far_batch.call ~= CALL_NO then -- nothing gathered by this call
+    far_batch = {pages = {}, order = {}, counts = {}, index = {}, call = CALL_NO}
+    return
+  end
   if #far_batch.order > 0 then redis.call('HSETNX', K_FARN, 'width', istr(FAR_WIDTH)) end
   -- an indexed job's place, counted from its page's first element ever (as a
   -- listing's cursor), so that far_locate reads one element, not its page
@@ -244,7 +253,7 @@ local function far_flush()
   end
   if total > 0 then redis.call('HINCRBY', K_FARN, 'all', total) end
   if #pairs_at > 0 then call_chunked('HSET', K_FARIDX, pairs_at) end
-  far_batch = {pages = {}, order = {}, counts = {}, index = {}}
+  far_batch = {pages = {}, order = {}, counts = {}, index = {}, call = CALL_NO}
 end
 
 -- The first bucket whose promotion is due, or nil.
@@ -370,6 +379,7 @@ end
 -- by `now` (not promoted yet: no consumer has called since; a weekend without
 -- consumers leaves thousands of such buckets).
 local function far_due_count(now)
+  far_check() -- the bound below is in the store's width
   local all = tonumber(redis.call('HGET', K_FARN, 'all') or '0')
   if all == 0 then return 0, 0 end
   local due = 0
