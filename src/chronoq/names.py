@@ -8,15 +8,18 @@ import re
 from chronoq.errors import InvalidInput
 
 __all__ = [
+    "GROUP_PATTERN",
     "ID_PATTERN",
     "NEW_ID_PATTERN",
     "TOPIC_PATTERN",
+    "validate_group",
     "validate_id",
     "validate_new_id",
     "validate_topic",
 ]
 
 TOPIC_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}"
+GROUP_PATTERN = TOPIC_PATTERN  # a job's group within its topic (a tenant, say)
 ID_PATTERN = r"[!-~]{1,256}"  # printable ASCII, no whitespace
 # a new job's id: besides, not "." or "..", which no URL can carry as a path
 # segment (clients and browsers resolve them away, even percent-encoded)
@@ -41,6 +44,16 @@ def validate_topic(topic: object) -> str:
             _valid_topics.clear()
         _valid_topics.add(topic)
     return topic
+
+
+def validate_group(group: object) -> str:
+    """A job's group, as given; raises ``InvalidInput``."""
+    if isinstance(group, str) and _TOPIC_RE.fullmatch(group):
+        return group
+    raise InvalidInput(
+        f"invalid group {group!r}: use 1-128 characters of A-Z a-z 0-9 . _ : -, "
+        "starting with a letter or digit (or None: the topic's default group)"
+    )
 
 
 def validate_id(job_id: object) -> str:

@@ -49,6 +49,14 @@ def test_put_then_get(run_json: Json, topic: str) -> None:
     assert (job["priority"], job["due_at"], job["attempts"]) == (7, put["due_at"], 0)
 
 
+def test_put_with_a_group(run_json: Json, topic: str) -> None:
+    put = run_json("put", topic, "1", "--id", "g-1", "--group", "tenant-42")
+    assert run_json("get", topic, put["id"])["group"] == "tenant-42"
+    assert run_json("get", topic, run_json("put", topic)["id"])["group"] is None
+    jobs = run_json("reserve", topic, "--count", "2")
+    assert sorted(job["group"] or "" for job in jobs) == ["", "tenant-42"]
+
+
 def test_put_generates_an_id_and_defaults_to_null_payload(run_json: Json, topic: str) -> None:
     put = run_json("put", topic)
     assert len(put["id"]) == 26

@@ -52,7 +52,17 @@ def test_put_keeps_every_field(api_client: Any, topic: str) -> None:
     )
     assert (info.max_attempts, info.unique_for, info.attempts) == (3, 9.5, 0)
     assert info.due_at == result.due_at and info.due_at - info.created_at == 60_000
-    assert info.last_error is None and info.deadline is None
+    assert info.last_error is None and info.deadline is None and info.group is None
+
+
+def test_a_group_goes_over_http_both_ways(api_client: Any, topic: str) -> None:
+    api_client.put(topic, 1, id="g", group="tenant-42")
+    api_client.put_many(topic, [Job(2, id="h", group="tenant-7"), Job(3, id="i")])
+    assert api_client.get(topic, "g").group == "tenant-42"
+    jobs = {job.id: job.group for job in api_client.reserve(topic, count=3)}
+    assert jobs == {"g": "tenant-42", "h": "tenant-7", "i": None}
+    with pytest.raises(InvalidInput, match="group"):
+        api_client.put(topic, 4, group="not a group")
 
 
 def test_put_run_at_and_replace(api_client: Any, topic: str) -> None:

@@ -205,3 +205,25 @@ def test_a_traceparent_column_goes_with_its_jobs_and_the_jobs_read_shows_it(
     assert "traceparent string" in JOBS_DDL
     rows = {row["id"]: row["traceparent"] for row in read.to_pylist()}
     assert rows == {"a": trace, "b": None}
+
+
+def test_a_group_column_goes_with_its_jobs_and_the_jobs_read_shows_it(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    options = write_options(
+        {"store": sqlite_url, "topic": "t", "on_error": "skip"}
+        | {"errors_path": str(tmp_path / "errors")}
+    )
+    columns = plan_columns([("id", "string"), ("delay", "double"), ("group", "string")], "t")
+    batch = pa.RecordBatch.from_pydict(
+        {"id": ["a", "b", "c"], "delay": [60.0] * 3, "group": ["tenant-1", None, "no spaces"]}
+    )
+    counts = write_batches([batch], options, columns, "task-1")
+    assert (counts.created, counts.rejected) == (2, 1)
+    [rejects] = (tmp_path / "errors").glob("*.jsonl")
+    assert "invalid group" in rejects.read_text()
+    with chronoq.connect(sqlite_url) as q:
+        [read] = list(jobs_batches(q, "t", 0, None))
+    assert "group string" in JOBS_DDL
+    rows = {row["id"]: row["group"] for row in read.to_pylist()}
+    assert rows == {"a": "tenant-1", "b": None}

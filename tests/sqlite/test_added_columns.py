@@ -25,7 +25,7 @@ def _old_schema() -> str:
     """schema.sql as it was before the added columns: their lines (and comments) left out."""
     schema = files("chronoq.backends.sqlite").joinpath("schema.sql").read_text()
     for name, _ in ADDED_COLUMNS:
-        schema = re.sub(rf"(?:\n *--[^\n]*)*\n *{name} +\w+", "", schema)
+        schema = re.sub(rf"(?:\n *--[^\n]*)*\n *{name} +\w+,?", "", schema)
     return re.sub(r",(\s*)\)", r"\1)", schema, count=1)  # the comma before the last one
 
 
@@ -55,16 +55,19 @@ def test_an_old_store_gets_the_new_columns_and_keeps_its_jobs(tmp_path: Path) ->
         info = q.get("t", "old")
         assert info is not None
         assert (info.payload, info.traceparent) == ({"made": "before"}, None)
-        q.put("t", 2, id="new", traceparent=TRACE)
+        q.put("t", 2, id="new", traceparent=TRACE, group="g")
         jobs = {job.id: job for job in q.reserve("t", 2)}
-        assert {i: j.traceparent for i, j in jobs.items()} == {"old": None, "new": TRACE}
-    assert _columns(path)[-1] == "traceparent"
+        assert {i: (j.traceparent, j.group) for i, j in jobs.items()} == {
+            "old": (None, None),
+            "new": (TRACE, "g"),
+        }
+    assert _columns(path)[-2:] == ["traceparent", "job_group"]
     # the code of before goes on: its put names its columns, the new one is NULL
     with sqlite3.connect(path) as db:
         db.execute(OLD_INSERT, ("t", "older", b"3"))
     with chronoq.connect(f"sqlite:///{path}") as q:
         info = q.get("t", "older")
-        assert info is not None and info.traceparent is None
+        assert info is not None and info.traceparent is None and info.group is None
 
 
 def test_processes_opening_an_old_store_at_once_add_the_column_once(tmp_path: Path) -> None:

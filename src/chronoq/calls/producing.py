@@ -26,8 +26,9 @@ class Put(Call[PutResult]):
 
     An existing job with the same id is left as it is (``created=False``)
     unless ``replace=True`` and it is not reserved. ``traceparent``: a W3C
-    trace context to keep with the job (docs/tracing.md). Over HTTP, a bytes
-    payload travels base64-encoded."""
+    trace context to keep with the job (docs/tracing.md). ``group``: the
+    job's group within the topic (a tenant, say), None for the default
+    group. Over HTTP, a bytes payload travels base64-encoded."""
 
     __slots__ = ("job", "replace", "topic")
 
@@ -45,10 +46,11 @@ class Put(Call[PutResult]):
         unique_for: float = 0.0,
         replace: bool = False,
         traceparent: str | None = None,
+        group: str | None = None,
     ) -> None:
         self.topic = topic
         self.job = Job(
-            payload, delay, run_at, id, priority, ttr, max_attempts, unique_for, traceparent
+            payload, delay, run_at, id, priority, ttr, max_attempts, unique_for, traceparent, group
         )
         self.replace = bool(replace)
 

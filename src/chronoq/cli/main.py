@@ -95,6 +95,7 @@ run_at_opt = click.option(
 @click.option("--max-attempts", type=int, default=5, show_default=True, help="Tries before dead.")
 @click.option("--unique-for", type=float, default=0.0, help="Seconds to remember the id after ack.")
 @click.option("--replace", is_flag=True, help="Replace a job with this id (unless reserved).")
+@click.option("--group", help="The job's group within TOPIC (a tenant, say); default: none.")
 @pass_app
 def put(
     app: App, /, topic: str, payload: str | None, payload_file: IO[str] | None, **opts: Any

@@ -139,6 +139,7 @@ def reservation_doc(job: Reservation) -> dict[str, Any]:
         "deadline": job.deadline,
         "ttr": job.ttr,
         "created_at": job.created_at,
+        "group": job.group,
         **_payload_doc(job.payload),
     }
 
@@ -157,6 +158,7 @@ def info_doc(info: JobInfo) -> dict[str, Any]:
         "ttr": info.ttr,
         "unique_for": info.unique_for,
         "last_error": info.last_error,
+        "group": info.group,
         **_payload_doc(info.payload),
     }
 
@@ -210,6 +212,8 @@ def info_table(info: JobInfo) -> Table:
         rows.append(("deadline", f"{iso_ms(info.deadline)}  ({relative(info.deadline, now)})"))
     if info.last_error is not None:
         rows.append(("last_error", info.last_error))
+    if info.group is not None:
+        rows.append(("group", info.group))
     rows.append(("payload", payload_text(info.payload, limit=None)))
     for name, value in rows:
         table.add_row(name, Text(value))

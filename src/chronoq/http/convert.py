@@ -69,6 +69,8 @@ def job_body(job: Job, index: int | None) -> dict[str, Any]:
         body["unique_for"] = float(job.unique_for)
     if job.traceparent is not None:
         body["traceparent"] = job.traceparent
+    if job.group is not None:
+        body["group"] = job.group
     return body
 
 
@@ -119,6 +121,7 @@ def reservation(body: dict[str, Any]) -> Reservation:
         float(body["ttr"]),
         body["created_at"],
         body.get("traceparent"),
+        body.get("group"),
     )
 
 
@@ -138,6 +141,7 @@ def info(body: dict[str, Any]) -> JobInfo:
         body.get("deadline"),
         float(body["unique_for"]),
         body.get("traceparent"),
+        body.get("group"),
     )
 
 

@@ -26,7 +26,7 @@ from chronoq.job.values import (
     Job,
     NewJob,
 )
-from chronoq.names import validate_new_id
+from chronoq.names import validate_group, validate_new_id
 
 __all__ = [
     "decode_payload",
@@ -212,6 +212,14 @@ _UNIQUE_FOR_MS = duration_ms(_DEFAULT.unique_for, "unique_for")
 _new_job = tuple.__new__
 
 
+def _checked_extras(trace: object, group: object) -> tuple[str | None, str | None]:
+    """A job's trace context and group, each checked when given."""
+    return (
+        None if trace is None else validate_traceparent(trace),
+        None if group is None else validate_group(group),
+    )
+
+
 def prepare_job(job: Job, max_payload: int, index: int | None = None) -> NewJob:
     """Validate ``job`` and encode it for a backend; raises ``InvalidJob``."""
     try:
@@ -242,11 +250,12 @@ def prepare_job(job: Job, max_payload: int, index: int | None = None) -> NewJob:
         if type(unique_for) is not float or unique_for != default.unique_for:
             unique_ms = duration_ms(unique_for, "unique_for")
         generated = job_id is None
-        trace = job.traceparent
-        if trace is not None:
-            trace = validate_traceparent(trace)
+        trace, group = job.traceparent, job.group
+        if trace is not None or group is not None:
+            trace, group = _checked_extras(trace, group)
         fields = (
-            new, payload, delay_ms, at_ms, priority, ttr_ms, attempts, unique_ms, generated, trace
+            new, payload, delay_ms, at_ms, priority, ttr_ms, attempts, unique_ms, generated, trace,
+            group,
         )  # fmt: skip
         return _new_job(NewJob, fields)
     except PayloadTooLarge as exc:  # encode_payload's, which knows no index

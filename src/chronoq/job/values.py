@@ -45,7 +45,9 @@ class Job:
     or epoch seconds) are exclusive; neither means due now. ``id=None`` makes a
     ULID. ``ttr`` and ``unique_for`` are seconds. ``traceparent``: a W3C trace
     context (``00-<trace id>-<span id>-<flags>``) kept with the job; None lets
-    a put with tracing on (docs/tracing.md) give it the put's own."""
+    a put with tracing on (docs/tracing.md) give it the put's own. ``group``:
+    the job's group within its topic (a tenant, say; the pattern of a topic),
+    or None for the topic's default group."""
 
     payload: Any = None
     delay: float | None = None
@@ -56,6 +58,7 @@ class Job:
     max_attempts: int = 5
     unique_for: float = 0.0
     traceparent: str | None = None
+    group: str | None = None
 
 
 class NewJob(NamedTuple):
@@ -64,7 +67,8 @@ class NewJob(NamedTuple):
     with ``now`` taken from the store's clock. ``generated`` says the id is a
     fresh ULID made by this process, which no stored job can have: backends
     may skip the duplicate check for it. ``traceparent``: the job's W3C
-    trace context, checked (docs/tracing.md), or None."""
+    trace context, checked (docs/tracing.md), or None; ``group``: its group,
+    checked, or None."""
 
     id: str
     payload: bytes
@@ -76,6 +80,7 @@ class NewJob(NamedTuple):
     unique_for_ms: int
     generated: bool = False
     traceparent: str | None = None
+    group: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +98,8 @@ class PutResult:
 class Reservation:
     """A job leased to this consumer until ``deadline`` (ms since epoch).
     Pass it to ``ack``, ``nack``, ``touch`` or ``bury``. ``traceparent``: the
-    W3C trace context stored with the job (docs/tracing.md), or None."""
+    W3C trace context stored with the job (docs/tracing.md), or None;
+    ``group``: the job's group, or None."""
 
     topic: str
     id: str
@@ -107,6 +113,7 @@ class Reservation:
     ttr: float
     created_at: int
     traceparent: str | None = None
+    group: str | None = None
 
 
 class JobLease(NamedTuple):
@@ -130,7 +137,8 @@ def leases_by_topic(leases: Iterable[JobLease]) -> dict[str, list[JobLease]]:
 @dataclass(frozen=True, slots=True)
 class JobInfo:
     """A snapshot of one job, as ``get`` and ``dead`` return it.
-    ``traceparent``: its W3C trace context (docs/tracing.md), or None."""
+    ``traceparent``: its W3C trace context (docs/tracing.md), or None;
+    ``group``: its group, or None."""
 
     topic: str
     id: str
@@ -146,6 +154,7 @@ class JobInfo:
     deadline: int | None
     unique_for: float
     traceparent: str | None = None
+    group: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

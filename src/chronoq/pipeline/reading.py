@@ -37,7 +37,7 @@ JOBS_DDL = (
     "topic string, id string, state string, payload string, payload_bytes binary, "
     "due_at timestamp, priority int, ttr double, max_attempts int, attempts int, "
     "created_at timestamp, last_error string, deadline timestamp, unique_for double, "
-    "traceparent string"
+    "traceparent string, group string"
 )
 _TS = pa.timestamp("us", tz="UTC")
 _JOBS_SCHEMA = pa.schema(
@@ -57,6 +57,7 @@ _JOBS_SCHEMA = pa.schema(
         ("deadline", _TS),
         ("unique_for", pa.float64()),
         ("traceparent", pa.string()),
+        ("group", pa.string()),
     ]
 )
 PAGE = 10_000
@@ -195,6 +196,7 @@ def _jobs_batch(jobs: list[JobInfo]) -> pa.RecordBatch:
         ts([job.deadline for job in jobs]),
         pa.array([job.unique_for for job in jobs], pa.float64()),
         pa.array([job.traceparent for job in jobs], pa.string()),
+        pa.array([job.group for job in jobs], pa.string()),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=_JOBS_SCHEMA)
 

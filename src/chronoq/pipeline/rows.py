@@ -36,6 +36,7 @@ JOB_COLUMNS: dict[str, frozenset[str]] = {
     "max_attempts": _INTEGRAL,
     "unique_for": _NUMBER,
     "traceparent": frozenset({"string"}),  # a W3C trace context (docs/tracing.md)
+    "group": frozenset({"string"}),  # the job's group within its topic (a tenant, say)
 }
 _WHEN = ("delay", "run_at", "due_at")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -186,10 +187,11 @@ def rows_to_jobs(
         rows.column("max_attempts", None),
         rows.column("unique_for", None),
         rows.column("traceparent", None),
+        rows.column("group", None),
         strict=True,
     )
     for n, row in enumerate(fields):
-        topic, job_id, when, raw, priority, ttr, attempts, unique_for, traceparent = row
+        topic, job_id, when, raw, priority, ttr, attempts, unique_for, traceparent, group = row
         try:
             if job_id is None:
                 if not generate_ids:
@@ -219,6 +221,7 @@ def rows_to_jobs(
                 _DEFAULT.max_attempts if attempts is None else attempts,
                 _DEFAULT.unique_for if unique_for is None else unique_for,
                 traceparent,
+                group,
             )
         except (InvalidInput, OverflowError, ValueError, TypeError) as exc:
             error = RowError(first + n, _text(job_id), str(exc), rows.row(n))

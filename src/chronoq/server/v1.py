@@ -45,6 +45,7 @@ def _job(spec: wire.JobSpec) -> Job:
         int(spec.max_attempts),
         spec.unique_for,
         spec.traceparent,
+        spec.group,
     )
 
 

@@ -12,6 +12,7 @@ from msgspec import Meta, Struct
 
 from chronoq.job import MAX_DURATION_S, MAX_PRIORITY, Forecast, JobInfo, PutResult, Reservation
 from chronoq.job.codec import TRACEPARENT_PATTERN
+from chronoq.names import GROUP_PATTERN
 
 __all__ = [
     "AckBatch",
@@ -72,6 +73,13 @@ TraceParent = Annotated[
         description="a W3C trace context (traceparent, version 00) kept with the job",
     ),
 ]
+GroupName = Annotated[
+    str,
+    Meta(
+        pattern=f"^{GROUP_PATTERN}$",
+        description="the job's group within its topic (a tenant, say); none: the default group",
+    ),
+]
 Base64 = Annotated[
     str,
     Meta(
@@ -96,6 +104,7 @@ class JobSpec(Struct, forbid_unknown_fields=True, omit_defaults=True):
     max_attempts: Attempts = 5
     unique_for: Seconds = 0.0
     traceparent: TraceParent | None = None
+    group: GroupName | None = None
 
 
 class PutJob(JobSpec, forbid_unknown_fields=True, omit_defaults=True):
@@ -148,6 +157,7 @@ class JobBody(Struct, omit_defaults=True):
     created_at: int
     payload_b64: str | None = None
     traceparent: str | None = None
+    group: str | None = None
 
 
 class ReserveResultBody(Struct):
@@ -234,6 +244,7 @@ class JobInfoBody(Struct, omit_defaults=True):
     unique_for: float
     payload_b64: str | None = None
     traceparent: str | None = None
+    group: str | None = None
 
 
 class JobList(Struct):
@@ -314,6 +325,7 @@ def reservation_body(job: Reservation) -> JobBody:
         job.created_at,
         b64,
         job.traceparent,
+        job.group,
     )
 
 
@@ -335,6 +347,7 @@ def info_body(info: JobInfo) -> JobInfoBody:
         info.unique_for,
         b64,
         info.traceparent,
+        info.group,
     )
 
 

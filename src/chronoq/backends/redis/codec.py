@@ -53,6 +53,9 @@ _NOT_CROCKFORD = bytes(b for b in range(256) if b not in _CROCKFORD)
 # it through every transition; a record written without it reads the same.
 _TRACED = b"\x01"
 _TRACED_END = 1 + 25
+# Then a job's group, the same way: this tag, its length in a byte, its name
+# (kept, like the trace context, through every transition).
+_GROUPED = b"\x02"
 
 
 def id_key(job_id: str) -> bytes:
@@ -113,12 +116,19 @@ def _record(raw: bytes) -> dict[str, Any]:
     return r
 
 
-def split_payload(data: bytes) -> tuple[bytes, str | None]:
-    """A record's payload part: the payload (as encode_payload made it) and
-    the trace context stored ahead of it, if any."""
-    if data[:1] != _TRACED:
-        return data, None
-    return data[_TRACED_END:], traceparent_from_bytes(data[1:_TRACED_END])
+def split_payload(data: bytes) -> tuple[bytes, str | None, str | None]:
+    """A record's payload part: the payload (as encode_payload made it), and
+    the trace context and the group stored ahead of it, if any."""
+    lead = data[:1]
+    if lead != _TRACED and lead != _GROUPED:
+        return data, None, None
+    trace = group = None
+    if lead == _TRACED:
+        trace, data = traceparent_from_bytes(data[1:_TRACED_END]), data[_TRACED_END:]
+    if data[:1] == _GROUPED:
+        end = 2 + data[1]
+        group, data = data[2:end].decode(), data[end:]
+    return data, trace, group
 
 
 def leased_fields(raw: bytes) -> tuple[int, int, int, int, int, int, int, bytes]:
@@ -172,6 +182,8 @@ def pack_new_job(job: NewJob) -> bytes:
     )
     if job.traceparent is not None:
         rest += _TRACED + traceparent_to_bytes(job.traceparent)
+    if job.group is not None:
+        rest += _GROUPED + bytes((len(job.group),)) + job.group.encode()
     return b"".join((head, key, rest, job.payload))
 
 
@@ -185,7 +197,7 @@ def reservations(topic: str, reply: list[Any], ttr_ms: int | None) -> list[Reser
         attempts, deadline, due_at, priority, max_attempts, ttr, created, data = leased_fields(
             reply[b + 1]
         )
-        payload, trace = split_payload(data)
+        payload, trace, group = split_payload(data)
         out.append(
             Reservation(
                 topic,
@@ -200,6 +212,7 @@ def reservations(topic: str, reply: list[Any], ttr_ms: int | None) -> list[Reser
                 (ttr_ms or ttr) / 1000,
                 created,
                 trace,
+                group,
             )
         )
     return out
@@ -218,7 +231,7 @@ def info_from_record(topic: str, job_id: str, raw: bytes, now: int) -> JobInfo |
     error = r["error"].decode() or None
     if state is State.DEAD and stored is State.RESERVED:
         error = lease_expired_error(r["attempts"], r["max"])
-    payload, trace = split_payload(r["payload"])
+    payload, trace, group = split_payload(r["payload"])
     return JobInfo(
         topic=topic,
         id=job_id,
@@ -234,6 +247,7 @@ def info_from_record(topic: str, job_id: str, raw: bytes, now: int) -> JobInfo |
         deadline=r["at"] if state is State.RESERVED else None,
         unique_for=r["unique_for"] / 1000,
         traceparent=trace,
+        group=group,
     )
 
 

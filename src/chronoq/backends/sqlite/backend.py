@@ -36,12 +36,13 @@ _JOB_SQL = (
     "INSERT INTO jobs (topic, id, state, at, due_at, priority, payload, ttr_ms, max_attempts, "
     "attempts, created_at, unique_for_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)"
 )
-# Jobs with a trace context: a put of none leaves the column out (NULL) rather
-# than binding None, which sqlite3 sends through its adapters (~3,000
-# instructions per put, docs/benchmarks.md "Tracing off: A/B")
-_TRACED_JOB_SQL = _JOB_SQL.replace("unique_for_ms)", "unique_for_ms, traceparent)").replace(
-    "?)", "?, ?)"
-)
+# Jobs with a trace context or a group: a put of neither leaves the columns
+# out (NULL) rather than binding None, which sqlite3 sends through its
+# adapters (~3,000 instructions per put, docs/benchmarks.md "Tracing off: A/B")
+_EXTRA_JOB_SQL = _JOB_SQL.replace(
+    "unique_for_ms)", "unique_for_ms, traceparent, job_group)"
+).replace("?)", "?, ?, ?)")
+_NO_EXTRAS = (None, None)
 _PUT_EVENTS_SQL = (
     "INSERT INTO events (ts_ms, topic, id, event, attempt, due_at, priority) "
     "SELECT ?, topic, id, 'put', 0, due_at, priority FROM jobs WHERE rowid > ? ORDER BY rowid"
@@ -107,7 +108,8 @@ class SQLiteBackend(SQLiteLeases, SQLiteSchedules, SQLiteBulkReads, Backend):
             known = self._known(db, topic, [job.id for job in jobs if not job.generated], now)
             results: list[PutResult] = []
             rows: dict[str, tuple[Any, ...]] = {}
-            traces: dict[str, str] | None = None  # id -> trace context, when any has one
+            # id -> (trace context, group), when any job has either
+            extras: dict[str, tuple[str | None, str | None]] | None = None
             replaced: list[tuple[str, str]] = []
             for job in jobs:
                 due = now + job.delay_ms if job.run_at_ms is None else max(job.run_at_ms, now)
@@ -132,21 +134,21 @@ class SQLiteBackend(SQLiteLeases, SQLiteSchedules, SQLiteBulkReads, Backend):
                     now,
                     job.unique_for_ms,
                 )
-                if job.traceparent is not None:
-                    traces = traces or {}
-                    traces[job.id] = job.traceparent
-                elif traces:  # an id twice, replaced by a job without one
-                    traces.pop(job.id, None)
+                if job.traceparent is not None or job.group is not None:
+                    extras = extras or {}
+                    extras[job.id] = (job.traceparent, job.group)
+                elif extras:  # an id twice, replaced by a job without either
+                    extras.pop(job.id, None)
                 results.append(PutResult(job.id, True, due))
             if replaced:
                 db.executemany("DELETE FROM jobs WHERE topic = ? AND id = ?", replaced)
                 db.executemany("DELETE FROM remembered WHERE topic = ? AND id = ?", replaced)
             last = db.execute("SELECT coalesce(max(rowid), 0) FROM jobs").fetchone()[0]
-            if traces is None:
+            if extras is None:
                 db.executemany(_JOB_SQL, rows.values())
             else:  # one statement for all, in put order (the rowids are that order)
-                traced = [(*row, traces.get(job_id)) for job_id, row in rows.items()]
-                db.executemany(_TRACED_JOB_SQL, traced)
+                full = [(*row, *extras.get(job_id, _NO_EXTRAS)) for job_id, row in rows.items()]
+                db.executemany(_EXTRA_JOB_SQL, full)
             if rows:  # one statement in C rather than a row of parameters per event
                 logged = db.execute(_PUT_EVENTS_SQL, (now, last)).rowcount
                 self._log.count(db, logged)

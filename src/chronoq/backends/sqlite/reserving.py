@@ -51,7 +51,7 @@ def lease_ready(
     """Lease the best ``count`` ready jobs: priority, then due time, then put order."""
     rows = db.execute(
         "SELECT rowid, id, payload, attempts, max_attempts, due_at, priority, ttr_ms, "
-        "created_at, traceparent FROM jobs WHERE topic = ? AND state = 1 "
+        "created_at, traceparent, job_group FROM jobs WHERE topic = ? AND state = 1 "
         "ORDER BY priority DESC, due_at, rowid LIMIT ?",
         (topic, count),
     ).fetchall()
@@ -60,7 +60,7 @@ def lease_ready(
     events: list[EventRow] = []
     jobs: list[Reservation] = []
     for row in rows:
-        rowid, job_id, payload, attempts, max_attempts, due_at, priority, ttr, created, trace = row
+        rowid, job_id, payload, attempts, max_attempts, due_at, priority, ttr, created = row[:9]
         attempts += 1
         lease = f"{prefix}{len(jobs):04x}"
         lease_ms = ttr_ms or ttr
@@ -82,7 +82,8 @@ def lease_ready(
                 max_attempts,
                 lease_ms / 1000,
                 created,
-                trace,
+                row[9],
+                row[10],
             )
         )
     db.executemany(

@@ -26,7 +26,7 @@ IN_CHUNK = 500  # ids per IN (...) list, well under SQLite's variable limit
 
 INFO_COLUMNS = (
     "topic, id, state, at, due_at, priority, payload, ttr_ms, max_attempts, attempts, "
-    "created_at, last_error, unique_for_ms, traceparent"
+    "created_at, last_error, unique_for_ms, traceparent, job_group"
 )
 EVENT_COLUMNS = "seq, ts_ms, topic, id, event, attempt, due_at, priority, lag_ms, error"
 
@@ -56,6 +56,7 @@ def info_from_row(row: tuple[Any, ...], now: int) -> JobInfo:
         last_error,
         unique_for_ms,
         traceparent,
+        job_group,
     ) = row
     state = _state(code, at, now, attempts, max_attempts)
     return JobInfo(
@@ -77,6 +78,7 @@ def info_from_row(row: tuple[Any, ...], now: int) -> JobInfo:
         deadline=at if state == State.RESERVED else None,
         unique_for=unique_for_ms / 1000,
         traceparent=traceparent,
+        group=job_group,
     )
 
 

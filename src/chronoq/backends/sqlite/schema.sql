@@ -22,7 +22,10 @@ CREATE TABLE IF NOT EXISTS jobs (
     last_error    TEXT,
     -- the W3C trace context put with the job (docs/tracing.md); added to the
     -- jobs of stores made before it by Store._setup (ALTER TABLE)
-    traceparent   TEXT
+    traceparent   TEXT,
+    -- the job's group within its topic (NULL: the default group); added to
+    -- the jobs of stores made before it by Store._setup (ALTER TABLE)
+    job_group     TEXT
 );
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_key ON jobs (topic, id);
 CREATE INDEX IF NOT EXISTS jobs_delayed ON jobs (topic, at) WHERE state = 0;

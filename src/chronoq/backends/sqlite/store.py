@@ -18,7 +18,7 @@ __all__ = ["ADDED_COLUMNS", "SCHEMA_VERSION", "SYNCHRONOUS", "Store"]
 
 SCHEMA_VERSION = "1"
 #: columns of ``jobs`` that stores made before them lack: (name, type)
-ADDED_COLUMNS = (("traceparent", "TEXT"),)
+ADDED_COLUMNS = (("traceparent", "TEXT"), ("job_group", "TEXT"))
 SYNCHRONOUS = frozenset({"off", "normal", "full", "extra"})
 
 # While another process holds the write lock, try again after a short random

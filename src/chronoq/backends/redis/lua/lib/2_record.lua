@@ -16,7 +16,8 @@
 -- A pending job's `at` is its due time; other states store it; only a
 -- reserved job has a lease. The payload part is opaque here: the client may
 -- lead it with a trace context (codec.py, split_payload: byte 1, then 25
--- bytes), which every transition keeps as it keeps the payload.
+-- bytes), then a group (byte 2, its length in a byte, its name), which every
+-- transition keeps as it keeps the payload.
 local PENDING, RESERVED, DEAD, REMEMBERED = 0, 2, 3, 4
 local EPOCH = 1704067200000 -- 2024-01-01: keeps ready scores below 2^53
 local PRIO_SPAN = 2199023255552 -- 2^41 ms, about 70 years
