@@ -79,7 +79,9 @@ def check_round(rnd: dict[str, Any]) -> None:
     assert delivery["early_store_clock"] == 0 and delivery["early_client_clock"] == 0
     assert len(delivery["first_lag_ms_per_shard"]) == rnd["shards"]
     assert all(whole(lag) and lag >= 0 for lag in delivery["first_lag_ms_per_shard"])
-    assert delivery["last_lag_ms"] >= delivery["first_lag_ms"] >= 0
+    # the last job may be handed over sooner after its due time than the first,
+    # when the consumers keep up with a small bucket: each only not early
+    assert delivery["last_lag_ms"] >= 0 and delivery["first_lag_ms"] >= 0
     assert not rnd["slowlog_overflowed"]
     assert rnd["calls_during_promotion"]["by_function"]["reserve"]["calls"] > 0
     assert rnd["calls_during_delivery"]["by_function"]["ack"]["calls"] > 0
