@@ -187,7 +187,8 @@ def test_id_topic_and_body_are_trimmed(http: httpx.Client) -> None:
     assert call(http, "/push", body) == ADDED
     data = call(http, "/get", {"id": "  k"})["data"]
     assert (data["id"], data["topic"], data["body"]) == ("k", "t", "x y")
-    assert http.get("/v1/topics/t/jobs/k").json()["payload"] == "x y"
+    job = http.get("/v1/topics/t/jobs/k").json()
+    assert job["payload"] == "x y" and "group" not in job  # the default group
 
 
 def test_any_method_is_taken(http: httpx.Client) -> None:

@@ -49,6 +49,7 @@ def test_the_article_round_trip(http: httpx.Client, store_url: str) -> None:
     assert command(http, ARTICLE) == ok("ordercloseorderNo1")
     job = http.get("/v1/topics/orderclose/jobs/ordercloseorderNo1").json()
     assert (job["ttr"], job["payload"], job["max_attempts"]) == (60, '{"order": 1}', 1_000_000)
+    assert "group" not in job  # the protocol puts into the default group
     popped = command(http, {"command": "pop", "topic": "orderclose"})
     assert popped == ok("ordercloseorderNo1", '{"order": 1}')
     assert command(http, {"command": "pop", "topic": "orderclose"}) == ok()  # at once: nothing
