@@ -1,0 +1,207 @@
+"""Flow-control limits of a topic (docs/contract.md §10; issue 28, being built):
+the values, their checks, how ``set_limits`` and ``clear_limits`` change what a
+store holds, the limits a group is held to, each shard's share of them, and the
+text a store keeps them as. No I/O: both stores and the facades share this.
+
+A ``Rule`` is one set of limits (a rate of jobs handed out per ``per`` seconds,
+a token bucket of ``burst``; a number of live leases), any field unset. A
+topic's ``Limits`` hold three kinds: the topic's own (every job of the topic),
+the group defaults, and each named group's own, which replace the defaults
+field by field."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+from chronoq.errors import InvalidInput
+from chronoq.names import validate_group
+
+__all__ = ["MAX_CONCURRENCY", "MAX_RATE", "Limits", "Rule", "cleared", "merged", "shard_share"]
+
+MAX_RATE = 1_000_000.0  # jobs per `per`
+MAX_PER = 86_400.0  # seconds: a day
+MAX_CONCURRENCY = 1_000_000
+_FIELDS = ("rate", "per", "burst", "concurrency")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One set of limits; None: not set (no limit, or the default's)."""
+
+    rate: float | None = None
+    per: float | None = None
+    burst: int | None = None
+    concurrency: int | None = None
+
+    def over(self, base: Rule) -> Rule:
+        """This rule's fields, and ``base``'s where this one has none."""
+        return Rule(
+            base.rate if self.rate is None else self.rate,
+            base.per if self.per is None else self.per,
+            base.burst if self.burst is None else self.burst,
+            base.concurrency if self.concurrency is None else self.concurrency,
+        )
+
+    @property
+    def bucket(self) -> int | None:
+        """The token bucket's size: ``burst``, else a ``per``'s worth of the rate."""
+        if self.rate is None:
+            return None
+        if self.burst is not None:
+            return self.burst
+        return max(1, round(self.rate * (self.per or 1.0)))
+
+    @property
+    def empty(self) -> bool:
+        return all(getattr(self, n) is None for n in _FIELDS)
+
+    def pack(self) -> str:
+        """The text a store keeps: the four fields, ':' between, '' for unset."""
+        return ":".join("" if getattr(self, n) is None else repr(getattr(self, n)) for n in _FIELDS)
+
+    @classmethod
+    def unpack(cls, text: str) -> Rule:
+        rate, per, burst, concurrency = text.split(":")
+        return cls(
+            float(rate) if rate else None,
+            float(per) if per else None,
+            int(burst) if burst else None,
+            int(concurrency) if concurrency else None,
+        )
+
+
+_NONE = Rule()
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """A topic's limits: ``topic_rule`` for the whole topic, ``default`` for
+    every group, ``groups`` each named group's own."""
+
+    topic: str
+    topic_rule: Rule = _NONE
+    default: Rule = _NONE
+    groups: Mapping[str, Rule] = field(default_factory=lambda: MappingProxyType({}))
+
+    def of_group(self, group: str | None) -> Rule:
+        """The limits ``group`` is held to (None: the default group)."""
+        own = self.groups.get(group) if group is not None else None
+        return self.default if own is None else own.over(self.default)
+
+    @property
+    def empty(self) -> bool:
+        return self.topic_rule.empty and self.default.empty and not self.groups
+
+
+def _rate(value: object, name: str) -> float:
+    if (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 < value <= MAX_RATE
+    ):
+        return float(value)
+    raise InvalidInput(
+        f"{name} must be a number above 0 and at most {MAX_RATE:,.0f}, got {value!r}"
+    )
+
+
+def _per(value: object, name: str) -> float:
+    if (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0.001 <= value <= MAX_PER
+    ):
+        return float(value)
+    raise InvalidInput(f"{name} must be seconds from 0.001 to {MAX_PER:,.0f}, got {value!r}")
+
+
+def _count(value: object, name: str) -> int:
+    if type(value) is int and 1 <= value <= MAX_CONCURRENCY:
+        return value
+    raise InvalidInput(f"{name} must be an integer from 1 to {MAX_CONCURRENCY:,}, got {value!r}")
+
+
+def _rule(values: tuple[object, object, object, object], prefix: str) -> Rule:
+    rate, per, burst, concurrency = values
+    return Rule(
+        None if rate is None else _rate(rate, prefix + "rate"),
+        None if per is None else _per(per, prefix + "per"),
+        None if burst is None else _count(burst, prefix + "burst"),
+        None if concurrency is None else _count(concurrency, prefix + "concurrency"),
+    )
+
+
+def _check_split(rule: Rule, shards: int, what: str) -> None:
+    if rule.concurrency is not None and rule.concurrency < shards:
+        raise InvalidInput(
+            f"{what}concurrency {rule.concurrency} is below the topic's {shards} shards: each "
+            "shard enforces its share of a limit (docs/contract.md §10); use an unsharded "
+            "topic for a tighter one"
+        )
+
+
+def merged(
+    current: Limits,
+    *,
+    group: str | None,
+    topic_values: tuple[object, object, object, object],
+    group_values: tuple[object, object, object, object],
+    shards: int,
+) -> Limits:
+    """``current`` with the fields ``set_limits`` was given: ``topic_values``
+    (rate, per, burst, concurrency) for the topic, or for ``group`` when one is
+    named; ``group_values`` (the ``group_*`` arguments) for the defaults."""
+    given = _rule(topic_values, "")
+    defaults = _rule(group_values, "group_")
+    if group is not None:
+        group = validate_group(group)
+        if not defaults.empty:
+            raise InvalidInput(
+                "group_rate, group_per, group_burst and group_concurrency set every "
+                "group's default: give them without group="
+            )
+    if given.empty and defaults.empty:
+        raise InvalidInput("give at least one limit: rate, per, burst, concurrency or group_*")
+    if group is not None:
+        own = given.over(current.groups.get(group, _NONE))
+        _check_split(own, shards, f"group {group}'s ")
+        groups = dict(current.groups)
+        groups[group] = own
+        return replace(current, groups=MappingProxyType(groups))
+    topic_rule, default = given.over(current.topic_rule), defaults.over(current.default)
+    _check_split(topic_rule, shards, "")
+    _check_split(default, shards, "group_")
+    return replace(current, topic_rule=topic_rule, default=default)
+
+
+def cleared(current: Limits, group: str | None) -> Limits:
+    """``clear_limits``: the topic's limits and the group defaults (``group``
+    None), or one group's own."""
+    if group is None:
+        return replace(current, topic_rule=_NONE, default=_NONE)
+    group = validate_group(group)
+    groups = {name: rule for name, rule in current.groups.items() if name != group}
+    return replace(current, groups=MappingProxyType(groups))
+
+
+def shard_share(rule: Rule, shard: int, shards: int, salt: int = 0) -> Rule:
+    """What shard ``shard`` of ``shards`` enforces of ``rule``: the rate over
+    the shards, the burst too (rounded down, at least 1), and the leases split
+    so that the first ``concurrency mod shards`` shards, counted from ``salt``
+    (a hash of the group), take one more. The shares add up to no more than
+    the rule, but for a burst below the shard count (each shard keeps one)."""
+    if shards == 1:
+        return rule
+    rate = None if rule.rate is None else rule.rate / shards
+    bucket = rule.bucket
+    burst = None if bucket is None else max(1, bucket // shards)
+    concurrency = rule.concurrency
+    if concurrency is not None:
+        extra = 1 if (shard - salt) % shards < concurrency % shards else 0
+        concurrency = concurrency // shards + extra
+    return Rule(rate, rule.per, burst, concurrency)
