@@ -47,6 +47,8 @@ def test_clear_limits_clears_the_topics_and_defaults_or_one_groups() -> None:
 
 def test_the_bucket_defaults_to_a_pers_worth_of_the_rate() -> None:
     assert Rule(rate=200).bucket == 200
+    assert Rule(rate=2.5).bucket == 3 and Rule(rate=0.5, per=5).bucket == 3  # halves up
+    assert Rule(rate=1_000_000, per=86_400).bucket == 1_000_000  # as a burst's own bound
     assert Rule(rate=5, per=60).bucket == 300
     assert Rule(rate=0.1).bucket == 1
     assert Rule(rate=100, burst=10).bucket == 10
@@ -79,12 +81,15 @@ def test_each_shard_enforces_a_share_that_adds_up_to_no_more() -> None:
         ({"rate": 0}, "rate must be"),
         ({"rate": float("inf")}, "rate must be"),
         ({"rate": True}, "rate must be"),
+        ({"rate": 10**400}, "rate must be"),
+        ({"per": 10**400}, "per must be"),
         ({"per": 0}, "per must be"),
         ({"burst": 1.5}, "burst must be"),
         ({"concurrency": 0}, "concurrency must be"),
         ({"group_concurrency": -1}, "group_concurrency must be"),
         ({"group": "a b", "rate": 1}, "invalid group"),
         ({"group": "a", "group_rate": 1}, "without group="),
+        ({"group": "a"}, r"rate, per, burst or concurrency$"),
     ],
 )
 def test_bad_limits_are_refused(kw: dict[str, Any], match: str) -> None:
@@ -100,3 +105,7 @@ def test_a_concurrency_below_the_shard_count_is_refused() -> None:
     with pytest.raises(InvalidInput, match="group g's concurrency"):
         set_limits(Limits("t"), shards=4, group="g", concurrency=1)
     assert set_limits(Limits("t"), shards=4, concurrency=4).topic_rule.concurrency == 4
+
+
+def test_limits_are_values() -> None:
+    assert hash(Limits("t")) == hash(Limits("t")) and Limits("t") == Limits("t")

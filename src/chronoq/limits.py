@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from chronoq.errors import InvalidInput
+from chronoq.job.codec import finite
 from chronoq.names import validate_group
 
 __all__ = ["MAX_CONCURRENCY", "MAX_RATE", "Limits", "Rule", "cleared", "merged", "shard_share"]
@@ -52,7 +53,8 @@ class Rule:
             return None
         if self.burst is not None:
             return self.burst
-        return max(1, round(self.rate * (self.per or 1.0)))
+        # halves up (not Python's to even): the Lua side rounds the same way
+        return min(max(1, math.floor(self.rate * (self.per or 1.0) + 0.5)), MAX_CONCURRENCY)
 
     @property
     def empty(self) -> bool:
@@ -84,7 +86,7 @@ class Limits:
     topic: str
     topic_rule: Rule = _NONE
     default: Rule = _NONE
-    groups: Mapping[str, Rule] = field(default_factory=lambda: MappingProxyType({}))
+    groups: Mapping[str, Rule] = field(default_factory=lambda: MappingProxyType({}), hash=False)
 
     def of_group(self, group: str | None) -> Rule:
         """The limits ``group`` is held to (None: the default group)."""
@@ -100,7 +102,7 @@ def _rate(value: object, name: str) -> float:
     if (
         isinstance(value, int | float)
         and not isinstance(value, bool)
-        and math.isfinite(value)
+        and finite(value)
         and 0 < value <= MAX_RATE
     ):
         return float(value)
@@ -113,7 +115,7 @@ def _per(value: object, name: str) -> float:
     if (
         isinstance(value, int | float)
         and not isinstance(value, bool)
-        and math.isfinite(value)
+        and finite(value)
         and 0.001 <= value <= MAX_PER
     ):
         return float(value)
@@ -166,7 +168,10 @@ def merged(
                 "group's default: give them without group="
             )
     if given.empty and defaults.empty:
-        raise InvalidInput("give at least one limit: rate, per, burst, concurrency or group_*")
+        raise InvalidInput(
+            "give at least one limit: rate, per, burst or concurrency"
+            + ("" if group is not None else ", or a group_* default")
+        )
     if group is not None:
         own = given.over(current.groups.get(group, _NONE))
         _check_split(own, shards, f"group {group}'s ")

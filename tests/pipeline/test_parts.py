@@ -224,6 +224,6 @@ def test_a_group_column_goes_with_its_jobs_and_the_jobs_read_shows_it(
     assert "invalid group" in rejects.read_text()
     with chronoq.connect(sqlite_url) as q:
         [read] = list(jobs_batches(q, "t", 0, None))
-    assert "group string" in JOBS_DDL
+    assert "`group` string" in JOBS_DDL
     rows = {row["id"]: row["group"] for row in read.to_pylist()}
     assert rows == {"a": "tenant-1", "b": None}

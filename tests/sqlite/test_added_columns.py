@@ -87,4 +87,4 @@ def test_processes_opening_an_old_store_at_once_add_the_column_once(tmp_path: Pa
     for thread in threads:
         thread.join()
     assert not failures
-    assert _columns(path).count("traceparent") == 1
+    assert _columns(path).count("traceparent") == _columns(path).count("job_group") == 1

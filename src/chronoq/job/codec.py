@@ -32,6 +32,7 @@ __all__ = [
     "decode_payload",
     "duration_ms",
     "encode_payload",
+    "finite",
     "forecast_steps",
     "prepare_job",
     "run_at_ms",
@@ -69,7 +70,7 @@ _to_json = _json_encoder()
 _from_json = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
 
-def _finite(value: int | float) -> bool:
+def finite(value: int | float) -> bool:
     """math.isfinite, and False for an int too large for a float (it raises)."""
     try:
         return math.isfinite(value)
@@ -85,14 +86,14 @@ def duration_ms(value: object, name: str, *, minimum_ms: int = 0) -> int:
             if ms >= minimum_ms:
                 return ms
     elif isinstance(value, int | float) and not isinstance(value, bool):
-        if not _finite(value):
+        if not finite(value):
             raise InvalidInput(
                 f"{name} must be between 0 and {MAX_DURATION_S} seconds, got {value!r}"
             )
         return duration_ms(float(value), name, minimum_ms=minimum_ms)  # numpy & co.
     else:
         raise InvalidInput(f"{name} must be a number of seconds, got {value!r}")
-    if not _finite(value) or not 0 <= value <= MAX_DURATION_S:
+    if not finite(value) or not 0 <= value <= MAX_DURATION_S:
         raise InvalidInput(f"{name} must be between 0 and {MAX_DURATION_S} seconds, got {value!r}")
     raise InvalidInput(f"{name} must be at least {minimum_ms / 1000:g} s, got {value!r}")
 
@@ -103,7 +104,7 @@ def run_at_ms(value: object, name: str = "run_at") -> int:
     if isinstance(value, datetime):
         moment = value if value.tzinfo else value.replace(tzinfo=UTC)
         return math.floor(moment.timestamp() * 1000)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not finite(value):
         raise InvalidInput(f"{name} must be a datetime or epoch seconds, got {value!r}")
     if not 0 <= value < YEAR_10000:  # beyond that it is ms or µs passed as seconds
         raise InvalidInput(

@@ -37,7 +37,7 @@ JOBS_DDL = (
     "topic string, id string, state string, payload string, payload_bytes binary, "
     "due_at timestamp, priority int, ttr double, max_attempts int, attempts int, "
     "created_at timestamp, last_error string, deadline timestamp, unique_for double, "
-    "traceparent string, group string"
+    "traceparent string, `group` string"  # group: a reserved word in ANSI mode
 )
 _TS = pa.timestamp("us", tz="UTC")
 _JOBS_SCHEMA = pa.schema(

@@ -182,8 +182,9 @@ def pack_new_job(job: NewJob) -> bytes:
     )
     if job.traceparent is not None:
         rest += _TRACED + traceparent_to_bytes(job.traceparent)
-    if job.group is not None:
-        rest += _GROUPED + bytes((len(job.group),)) + job.group.encode()
+    if job.group is not None:  # at most 128 ASCII characters (names.GROUP_PATTERN)
+        name = job.group.encode()
+        rest += _GROUPED + bytes((len(name),)) + name
     return b"".join((head, key, rest, job.payload))
 
 

@@ -36,12 +36,17 @@ _JOB_SQL = (
     "INSERT INTO jobs (topic, id, state, at, due_at, priority, payload, ttr_ms, max_attempts, "
     "attempts, created_at, unique_for_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)"
 )
-# Jobs with a trace context or a group: a put of neither leaves the columns
-# out (NULL) rather than binding None, which sqlite3 sends through its
-# adapters (~3,000 instructions per put, docs/benchmarks.md "Tracing off: A/B")
-_EXTRA_JOB_SQL = _JOB_SQL.replace(
-    "unique_for_ms)", "unique_for_ms, traceparent, job_group)"
-).replace("?)", "?, ?, ?)")
+# Jobs with a trace context or a group: a put leaves out (NULL) the columns
+# none of its jobs has, rather than binding None, which sqlite3 sends through
+# its adapters (~3,000 instructions a job, docs/benchmarks.md "Tracing off: A/B")
+_EXTRA_JOB_SQL = {
+    (traced, grouped): _JOB_SQL.replace(
+        "unique_for_ms)",
+        "unique_for_ms" + ", traceparent" * traced + ", job_group" * grouped + ")",
+    ).replace("?)", "?" + ", ?" * (traced + grouped) + ")")
+    for traced in (False, True)
+    for grouped in (False, True)
+}
 _NO_EXTRAS = (None, None)
 _PUT_EVENTS_SQL = (
     "INSERT INTO events (ts_ms, topic, id, event, attempt, due_at, priority) "
@@ -147,8 +152,13 @@ class SQLiteBackend(SQLiteLeases, SQLiteSchedules, SQLiteBulkReads, Backend):
             if extras is None:
                 db.executemany(_JOB_SQL, rows.values())
             else:  # one statement for all, in put order (the rowids are that order)
-                full = [(*row, *extras.get(job_id, _NO_EXTRAS)) for job_id, row in rows.items()]
-                db.executemany(_EXTRA_JOB_SQL, full)
+                traced = any(trace is not None for trace, _ in extras.values())
+                grouped = any(group is not None for _, group in extras.values())
+                full = []
+                for job_id, row in rows.items():
+                    trace, group = extras.get(job_id, _NO_EXTRAS)
+                    full.append(row + (trace,) * traced + (group,) * grouped)
+                db.executemany(_EXTRA_JOB_SQL[traced, grouped], full)
             if rows:  # one statement in C rather than a row of parameters per event
                 logged = db.execute(_PUT_EVENTS_SQL, (now, last)).rowcount
                 self._log.count(db, logged)
