@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from chronoq.errors import InvalidInput
-from chronoq.job.codec import finite
+from chronoq.job.codec import check_int, finite
 from chronoq.names import validate_group
 
 __all__ = ["MAX_CONCURRENCY", "MAX_RATE", "Limits", "Rule", "cleared", "merged", "shard_share"]
@@ -98,43 +98,29 @@ class Limits:
         return self.topic_rule.empty and self.default.empty and not self.groups
 
 
-def _rate(value: object, name: str) -> float:
+def _number(value: object, name: str, low: float, high: float, unit: str) -> float:
+    """A number in (0, high] and at least ``low``, as a float."""
     if (
         isinstance(value, int | float)
         and not isinstance(value, bool)
         and finite(value)
-        and 0 < value <= MAX_RATE
+        and 0 < value <= high
+        and value >= low
     ):
         return float(value)
-    raise InvalidInput(
-        f"{name} must be a number above 0 and at most {MAX_RATE:,.0f}, got {value!r}"
-    )
-
-
-def _per(value: object, name: str) -> float:
-    if (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and finite(value)
-        and 0.001 <= value <= MAX_PER
-    ):
-        return float(value)
-    raise InvalidInput(f"{name} must be seconds from 0.001 to {MAX_PER:,.0f}, got {value!r}")
-
-
-def _count(value: object, name: str) -> int:
-    if type(value) is int and 1 <= value <= MAX_CONCURRENCY:
-        return value
-    raise InvalidInput(f"{name} must be an integer from 1 to {MAX_CONCURRENCY:,}, got {value!r}")
+    bounds = f"from {low:g} to {high:,.0f}" if low > 0 else f"above 0 and at most {high:,.0f}"
+    raise InvalidInput(f"{name} must be {unit} {bounds}, got {value!r}")
 
 
 def _rule(values: tuple[object, object, object, object], prefix: str) -> Rule:
     rate, per, burst, concurrency = values
     return Rule(
-        None if rate is None else _rate(rate, prefix + "rate"),
-        None if per is None else _per(per, prefix + "per"),
-        None if burst is None else _count(burst, prefix + "burst"),
-        None if concurrency is None else _count(concurrency, prefix + "concurrency"),
+        None if rate is None else _number(rate, prefix + "rate", 0, MAX_RATE, "a number"),
+        None if per is None else _number(per, prefix + "per", 0.001, MAX_PER, "seconds"),
+        None if burst is None else check_int(burst, prefix + "burst", 1, MAX_CONCURRENCY),
+        None
+        if concurrency is None
+        else check_int(concurrency, prefix + "concurrency", 1, MAX_CONCURRENCY),
     )
 
 

@@ -29,6 +29,7 @@ from chronoq.job.values import (
 from chronoq.names import validate_group, validate_new_id
 
 __all__ = [
+    "check_int",
     "decode_payload",
     "duration_ms",
     "encode_payload",
@@ -195,7 +196,7 @@ def traceparent_from_bytes(data: bytes) -> str:
     return f"00-{raw[:32]}-{raw[32:48]}-{raw[48:50]}"
 
 
-def _check_int(value: object, name: str, low: int, high: int) -> int:
+def check_int(value: object, name: str, low: int, high: int) -> int:
     if type(value) is int and low <= value <= high:
         return value
     raise InvalidInput(f"{name} must be an integer from {low} to {high}, got {value!r}")
@@ -237,7 +238,7 @@ def prepare_job(job: Job, max_payload: int, index: int | None = None) -> NewJob:
         default = _DEFAULT
         priority = job.priority
         if priority is not default.priority:
-            priority = _check_int(priority, "priority", -MAX_PRIORITY, MAX_PRIORITY)
+            priority = check_int(priority, "priority", -MAX_PRIORITY, MAX_PRIORITY)
         ttr = job.ttr
         if type(ttr) is float and ttr == default.ttr:
             ttr_ms = _TTR_MS
@@ -245,7 +246,7 @@ def prepare_job(job: Job, max_payload: int, index: int | None = None) -> NewJob:
             ttr_ms = duration_ms(ttr, "ttr", minimum_ms=1)
         attempts = job.max_attempts
         if attempts is not default.max_attempts:
-            attempts = _check_int(attempts, "max_attempts", 1, 1_000_000)
+            attempts = check_int(attempts, "max_attempts", 1, 1_000_000)
         unique_for = job.unique_for
         unique_ms = _UNIQUE_FOR_MS
         if type(unique_for) is not float or unique_for != default.unique_for:

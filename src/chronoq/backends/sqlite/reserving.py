@@ -61,6 +61,7 @@ def lease_ready(
     jobs: list[Reservation] = []
     for row in rows:
         rowid, job_id, payload, attempts, max_attempts, due_at, priority, ttr, created = row[:9]
+        trace, group = row[9], row[10]
         attempts += 1
         lease = f"{prefix}{len(jobs):04x}"
         lease_ms = ttr_ms or ttr
@@ -82,8 +83,8 @@ def lease_ready(
                 max_attempts,
                 lease_ms / 1000,
                 created,
-                row[9],
-                row[10],
+                trace,
+                group,
             )
         )
     db.executemany(

@@ -20,7 +20,7 @@ local function far_entries(start, page, index, limit)
     if #buckets == 0 then return out, nil end
     if tonumber(buckets[1]) ~= start then start, page, index = tonumber(buckets[1]), 0, 0 end
     local key = far_page_key(start, page)
-    local trimmed = tonumber(redis.call('HGET', K_FARN, istr(start) .. ':' .. page) or '0')
+    local trimmed = page_trimmed(start, page)
     local first = math.max(index - trimmed, 0)
     local part = redis.call('LRANGE', key, first, first + math.min(limit - #out / 2, budget) - 1)
     budget = budget - #part - 1

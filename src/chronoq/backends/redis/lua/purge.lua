@@ -24,35 +24,15 @@ repeat -- HSCAN may return an empty page of a sparse hash: follow the cursor
   end
 until cursor == '0' or seen >= limit
 -- then the far tier: a slice off the head of a bucket's pages at a time, as
--- promotion takes it, so that a bucket of a million jobs takes many calls
+-- promotion takes it (far_take), so that a bucket of a million jobs takes many calls
 far_check()
 while seen < limit do
   local first = redis.call('ZRANGE', K_FAR, 0, 0)[1]
   if not first then break end
-  local start, gone, taken, read = tonumber(first), {}, 0, 0
-  for page = 0, FAR_PAGES - 1 do
-    if seen >= limit then break end
-    local key = far_page_key(start, page)
-    local part = redis.call('LRANGE', key, 0, limit - seen - 1)
-    for _, e in ipairs(part) do
-      local id, raw, indexed = far_entry_parts(e, start)
-      if id then
-        emit('delete', id, unpack_job(raw), 'purged')
-        if indexed then gone[#gone + 1] = id end
-        taken = taken + 1
-      end
-    end
-    if #part > 0 then
-      redis.call('LTRIM', key, #part, -1)
-      redis.call('HINCRBY', K_FARN, istr(start) .. ':' .. page, #part)
-    end
-    seen, read = seen + #part, read + #part
-  end
-  if #gone > 0 then call_chunked('HDEL', K_FARIDX, gone) end
-  deleted = deleted + taken
-  if taken > 0 then far_count(start, -taken) end -- dropped once empty
-  -- counted, yet its pages are read out: no transition leaves that
-  if read == 0 and redis.call('ZSCORE', K_FAR, first) then drop_bucket(start) end
+  seen = seen + far_take(tonumber(first), limit - seen, function(id, raw)
+    emit('delete', id, unpack_job(raw), 'purged')
+    deleted = deleted + 1
+  end)
 end
 if redis.call('HLEN', K_JOBS) == 0 and redis.call('EXISTS', K_FAR) == 0 then
   redis.call('DEL', K_DELAYED, K_READY, K_LEASED, K_DEAD, K_FORGET, K_WAKE, K_FARN, K_FARIDX)

@@ -1,38 +1,33 @@
 -- lib/6_far.lua: the far tier. A pending job due later than the horizon is not a
--- member of the delayed set and a field of the jobs hash (~250 bytes besides its
--- record) but an element of a page of its time bucket: a LIST, whose listpack
--- nodes keep an element in 2-3 bytes besides it. A bucket is promoted into the
--- near structures (delayed or ready, and the jobs hash) from the horizon before
--- its start, a slice per call of the reserve path, so that a bucket of a million
--- jobs never holds a call up.
--- Defines: FAR_PAGES, FAR_SLICE, far_check, far_bucket, far_page_key, far_element,
---   far_entry_parts, far_locate, drop_bucket, far_count, far_remove, far_add, far_flush,
---   far_promote, far_next_at, far_counts, far_due_count (far_jobs.lua and forecast.lua
---   read the tier through far_entry_parts and far_counts).
+-- jobs hash field and a delayed member (~250 bytes besides its record) but an
+-- element of a page (a LIST) of its time bucket. A bucket is promoted into the
+-- near structures from the horizon before its start, a slice per call of the
+-- reserve path, so that a bucket of a million jobs never holds a call up.
+-- Defines: FAR_PAGES, FAR_SLICE, far_check, far_bucket, far_page_key, page_trimmed,
+--   far_element, far_entry_parts, far_locate, drop_bucket, far_count, far_remove, far_add,
+--   far_flush, far_take, far_promote, far_next_at, far_counts, far_due_count.
 -- Uses: K_DELAYED, K_READY, K_FAR, K_FARN, K_FARIDX, FAR_HORIZON, FAR_WIDTH, FAR_CHECKED,
 --   CALL_NO, istr (1_keys); HEAD, ready_score (2_record); CHUNK, zadd_many, call_chunked
 --   (4_batched); jobs_put (5_jobs).
 -- Python twin: far_ids.py (the bucket a generated id names).
 --
--- Bucket <start> (ms, a multiple of FAR_WIDTH) holds the jobs due in
--- [start, start + FAR_WIDTH). It is a member of KEYS[14] scored by its start;
--- its count of jobs is a field of a count string (count_at); KEYS[15] holds the
--- whole tier's count (field 'all') and, per page (field <start>:<page>), how
--- many elements promotion took off its head, so that a listing's cursor
--- survives it. Its jobs are in FAR_PAGES lists <far>:<start>:<page>, one
--- element per job (far_element): a byte of flags, the id, then the job's
--- record (2_record). A deleted or moved job's element becomes '' in place (no
--- index shifts under a listing) until promotion takes it off. Flags: E_INDEXED, the id is in the index; E_SHORT_ID,
--- a generated id that names this bucket, kept as its 13 bytes from the second
--- to the fourteenth (the first is 0, the last three the bucket's number), else
--- the id's length - 1 in a byte, then the id; E_SHORT_DUE, the record's due
--- time kept as 2 bytes from the bucket's start (buckets up to 65,536 ms wide).
+-- Bucket <start> (ms, a multiple of FAR_WIDTH) holds the jobs due in [start,
+-- start + FAR_WIDTH): a member of KEYS[14] scored by its start, its count a field
+-- of a count string (count_at); KEYS[15] holds the tier's count ('all') and per
+-- page ('<start>:<page>') the elements taken off its head, so that a listing's
+-- cursor survives. Its jobs are in FAR_PAGES lists <far>:<start>:<page>, one
+-- element each (far_element): a byte of flags, the id, the record (2_record).
+-- A deleted or moved job's element becomes '' in place (no index shifts under a
+-- listing) until taken off. Flags: E_INDEXED, the id is in the index;
+-- E_SHORT_ID, a generated id that names this bucket, kept as its 13 bytes from
+-- the second to the fourteenth (the first is 0, the last three the bucket's
+-- number), else the id's length - 1 in a byte, then the id; E_SHORT_DUE, the
+-- due time kept as 2 bytes from the bucket's start (buckets up to 65,536 ms).
 --
 -- Finding a job by id reads one page: a generated id (far_ids.py) carries its
--- bucket number (mod 2^24) in its last 24 bits and its page in bits 28-31;
--- any other id, or one whose due time is not in the bucket it names, is in the
--- index (KEYS[16]: id -> start * FAR_PAGES + page, ':', its place in the page
--- counted from the page's first element ever).
+-- bucket number (mod 2^24) in its last 24 bits and its page in bits 28-31; any
+-- other id, or one naming another bucket, is in the index (KEYS[16]: id ->
+-- start * FAR_PAGES + page ':' its place, counted from the page's first element).
 
 local FAR_PAGES = 16
 local FAR_SLICE = 256 -- jobs per promotion step: well under 1 ms of server time
@@ -40,10 +35,9 @@ local READ_CHUNK = 512 -- elements per LRANGE when a page is searched
 local HINT_SPAN = 16777216 -- 2^24
 local GROUP = 64 -- bucket counts per count string
 
--- The store's bucket width, once per call, before the far tier is read or
--- written: a process given another far_bucket_ms follows the store's (the
--- width places jobs in buckets, and a short id's last bytes are its bucket's
--- number), rather than misreading it. Kept in farn while the tier holds jobs.
+-- The store's bucket width (kept in farn while the tier holds jobs), read once
+-- per call before the tier is: a process given another far_bucket_ms follows
+-- it rather than misread the buckets and short ids.
 local function far_check()
   if FAR_CHECKED then return end
   FAR_CHECKED = true
@@ -63,6 +57,13 @@ end
 
 local function far_page_key(start, page) return K_FAR .. ':' .. istr(start) .. ':' .. page end
 
+-- The farn field that counts the elements taken off a page's head (promotion,
+-- purge), and that count: a page's elements are numbered from its first ever.
+local function trimmed_field(start, page) return istr(start) .. ':' .. page end
+local function page_trimmed(start, page)
+  return tonumber(redis.call('HGET', K_FARN, trimmed_field(start, page)) or '0')
+end
+
 -- The bucket and page a generated id names (see far_ids.py), or nil.
 local function hinted(id)
   if #id ~= 17 or string.byte(id, 1) ~= 0 then return nil end
@@ -80,8 +81,8 @@ local function bucket_tail(start) return struct.pack('>I3', (start / FAR_WIDTH) 
 -- The element of job `id` (record `raw`) in bucket `start`; `flags`: E_INDEXED
 -- or E_SHORT_ID (far_locate finds no other).
 local function far_element(id, raw, start, flags)
-  local head
-  if flags == E_SHORT_ID then head = string.sub(id, 2, 14) else head = string.char(#id - 1) .. id end
+  local head = string.char(#id - 1) .. id
+  if flags == E_SHORT_ID then head = string.sub(id, 2, 14) end
   if FAR_WIDTH > 65536 then return string.char(flags) .. head .. raw end
   local due = struct.unpack('>I6', raw, 2)
   return string.char(flags + E_SHORT_DUE) .. head .. string.sub(raw, 1, 1)
@@ -126,10 +127,13 @@ local function far_locate(id)
   -- what the element holds after its flags, and those flags but E_SHORT_DUE
   local held, kind = string.char(#id - 1) .. id, E_INDEXED
   if not indexed then held, kind = string.sub(id, 2, 14), E_SHORT_ID end
+  local function holds(e)
+    return string.sub(e, 2, #held + 1) == held and string.byte(e, 1) % 4 == kind
+  end
   if known then -- the index knows its place: counted from the page's first element ever
-    local i = known - tonumber(redis.call('HGET', K_FARN, istr(start) .. ':' .. page) or '0')
+    local i = known - page_trimmed(start, page)
     local e = i >= 0 and redis.call('LINDEX', key, i)
-    if e and string.sub(e, 2, #held + 1) == held and string.byte(e, 1) % 4 == kind then
+    if e and holds(e) then
       local _, raw = far_entry_parts(e, start)
       return {start = start, key = key, index = i, indexed = true}, raw
     end
@@ -138,7 +142,7 @@ local function far_locate(id)
   repeat
     local part = redis.call('LRANGE', key, first, first + READ_CHUNK - 1)
     for i, e in ipairs(part) do
-      if string.sub(e, 2, #held + 1) == held and string.byte(e, 1) % 4 == kind then
+      if holds(e) then
         local loc = {start = start, key = key, index = first + i - 1, indexed = indexed}
         local _, raw = far_entry_parts(e, start)
         return loc, raw
@@ -152,9 +156,10 @@ end
 -- A bucket's count: a signed 32-bit field of a STRING of GROUP fields, one per
 -- bucket of a run of GROUP buckets (<far>c:<group>): the forecast reads a month
 -- of minute buckets as ~700 strings of 256 bytes, not 43,200 hash fields.
+local function count_key(group) return K_FAR .. 'c:' .. istr(group) end
 local function count_at(start)
   local index = start / FAR_WIDTH
-  return K_FAR .. 'c:' .. istr(math.floor(index / GROUP)), '#' .. (index % GROUP)
+  return count_key(math.floor(index / GROUP)), '#' .. (index % GROUP)
 end
 
 -- Bucket `start` is empty: dropped, with its pages and bookkeeping.
@@ -170,7 +175,7 @@ local function drop_bucket(start)
   local keys, fields = {}, {}
   for p = 0, FAR_PAGES - 1 do
     keys[#keys + 1] = far_page_key(start, p)
-    fields[#fields + 1] = field .. ':' .. p
+    fields[#fields + 1] = trimmed_field(start, p)
   end
   redis.call('UNLINK', unpack(keys))
   redis.call('HDEL', K_FARN, unpack(fields))
@@ -200,12 +205,13 @@ end
 -- page's new elements}); far_flush writes them.
 -- Tagged with the call that gathered it: one that failed before flushing
 -- must not leave its appends to the next call (on another shard's keys).
-local far_batch = {pages = {}, order = {}, counts = {}, index = {}}
+local function new_batch()
+  return {pages = {}, order = {}, counts = {}, index = {}, call = CALL_NO}
+end
+local far_batch = new_batch()
 
 local function far_add(id, raw, start, seq)
-  if far_batch.call ~= CALL_NO then
-    far_batch = {pages = {}, order = {}, counts = {}, index = {}, call = CALL_NO}
-  end
+  if far_batch.call ~= CALL_NO then far_batch = new_batch() end
   local page, indexed = nil, false
   local hs, hp = hinted(id)
   -- an indexed job's page is free: 64 jobs put in a row share one (fewer appends)
@@ -228,10 +234,7 @@ local function far_add(id, raw, start, seq)
 end
 
 local function far_flush()
-  if far_batch.call ~= CALL_NO then -- nothing gathered by this call
-    far_batch = {pages = {}, order = {}, counts = {}, index = {}, call = CALL_NO}
-    return
-  end
+  if far_batch.call ~= CALL_NO then far_batch = new_batch() return end -- none of this call's
   if #far_batch.order > 0 then redis.call('HSETNX', K_FARN, 'width', istr(FAR_WIDTH)) end
   -- an indexed job's place, counted from its page's first element ever (as a
   -- listing's cursor), so that far_locate reads one element, not its page
@@ -239,8 +242,7 @@ local function far_flush()
   for _, e in ipairs(far_batch.index) do
     local id, key, start, page, n = e[1], e[2], e[3], e[4], e[5]
     if not base[key] then
-      base[key] = redis.call('LLEN', key)
-        + tonumber(redis.call('HGET', K_FARN, istr(start) .. ':' .. page) or '0')
+      base[key] = redis.call('LLEN', key) + page_trimmed(start, page)
     end
     pairs_at[#pairs_at + 1] = id
     pairs_at[#pairs_at + 1] = istr(start * FAR_PAGES + page) .. ':' .. istr(base[key] + n - 1)
@@ -253,7 +255,7 @@ local function far_flush()
   end
   if total > 0 then redis.call('HINCRBY', K_FARN, 'all', total) end
   if #pairs_at > 0 then call_chunked('HSET', K_FARIDX, pairs_at) end
-  far_batch = {pages = {}, order = {}, counts = {}, index = {}, call = CALL_NO}
+  far_batch = new_batch()
 end
 
 -- The first bucket whose promotion is due, or nil.
@@ -266,6 +268,37 @@ local function promotable(now)
   return start
 end
 
+-- Take up to `budget` elements off the heads of bucket `start`'s pages (promotion,
+-- purge), calling each(id, record) for every job among them: their index entries
+-- go, the trimmed counts grow, the bucket's count falls (dropped once empty, or
+-- once its pages are read out while it still counts jobs, which no transition
+-- leaves). Returns the elements read ('' ones included).
+local function far_take(start, budget, each)
+  local in_index, taken, read = {}, 0, 0
+  for page = 0, FAR_PAGES - 1 do
+    if read >= budget then break end
+    local key = far_page_key(start, page)
+    local part = redis.call('LRANGE', key, 0, budget - read - 1)
+    if #part > 0 then
+      for _, e in ipairs(part) do
+        local id, raw, indexed = far_entry_parts(e, start)
+        if id then
+          each(id, raw)
+          if indexed then in_index[#in_index + 1] = id end
+          taken = taken + 1
+        end
+      end
+      redis.call('LTRIM', key, #part, -1)
+      redis.call('HINCRBY', K_FARN, trimmed_field(start, page), #part)
+      read = read + #part
+    end
+  end
+  if #in_index > 0 then call_chunked('HDEL', K_FARIDX, in_index) end
+  if taken > 0 then far_count(start, -taken) end -- dropped once empty
+  if read < budget and redis.call('ZSCORE', K_FAR, istr(start)) then drop_bucket(start) end
+  return read
+end
+
 -- Promote up to `budget` far jobs whose bucket's promotion is due, off the head
 -- of its pages: into delayed, or ready when due already. Returns how many
 -- became ready.
@@ -274,44 +307,22 @@ local function far_promote(now, budget)
   while budget > 0 do
     local start = promotable(now)
     if not start then break end
-    local records, delayed, readies, in_index, taken = {}, {}, {}, {}, 0
-    for page = 0, FAR_PAGES - 1 do
-      if budget <= 0 then break end
-      local key = far_page_key(start, page)
-      local part = redis.call('LRANGE', key, 0, budget - 1)
-      if #part > 0 then
-        for _, e in ipairs(part) do
-          local id, raw, indexed = far_entry_parts(e, start)
-          if id then
-            local _, due, prio, _, seq = struct.unpack(HEAD, raw)
-            records[#records + 1], records[#records + 2] = id, raw
-            if due > now then
-              delayed[#delayed + 1], delayed[#delayed + 2] = istr(due), id
-            else
-              readies[#readies + 1], readies[#readies + 2] =
-                ready_score(prio, due), struct.pack('>i6', seq) .. id
-            end
-            if indexed then in_index[#in_index + 1] = id end
-            taken = taken + 1
-          end
-        end
-        redis.call('LTRIM', key, #part, -1)
-        redis.call('HINCRBY', K_FARN, istr(start) .. ':' .. page, #part)
-        budget = budget - #part
+    local records, delayed, readies = {}, {}, {}
+    budget = budget - far_take(start, budget, function(id, raw)
+      local _, due, prio, _, seq = struct.unpack(HEAD, raw)
+      records[#records + 1], records[#records + 2] = id, raw
+      if due > now then
+        delayed[#delayed + 1], delayed[#delayed + 2] = istr(due), id
+      else
+        readies[#readies + 1], readies[#readies + 2] =
+          ready_score(prio, due), struct.pack('>i6', seq) .. id
       end
-    end
-    if taken > 0 then
+    end)
+    if #records > 0 then
       jobs_put(records)
       if #delayed > 0 then zadd_many(K_DELAYED, delayed) end
       if #readies > 0 then zadd_many(K_READY, readies) end
-      if #in_index > 0 then call_chunked('HDEL', K_FARIDX, in_index) end
       made = made + #readies / 2
-    end
-    far_count(start, -taken) -- dropped once empty
-    if budget > 0 and redis.call('ZSCORE', K_FAR, istr(start)) then
-      -- pages all read, yet the bucket counts jobs: no transition leaves that
-      -- (a hand-edited store might); dropped rather than walked forever
-      drop_bucket(start)
     end
   end
   return made
@@ -358,7 +369,7 @@ local function far_counts(low, high, fn)
   far_check()
   local groups, first, last = far_groups(low, high)
   local keys = {}
-  for i, g in ipairs(groups) do keys[i] = K_FAR .. 'c:' .. istr(g) end
+  for i, g in ipairs(groups) do keys[i] = count_key(g) end
   local format, zeros = '>' .. string.rep('i4', GROUP), string.rep('\0', 4 * GROUP)
   for from = 1, #keys, CHUNK do
     local part = redis.call('MGET', unpack(keys, from, math.min(from + CHUNK - 1, #keys)))
