@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from chronoq.errors import InvalidInput
-from chronoq.limits import Limits, Rule, cleared, merged, shard_share
+from chronoq.limits import Limits, Rule, checked_rule, cleared, merged, shard_share
 
 NONE = (None, None, None, None)
 
@@ -17,7 +17,13 @@ NONE = (None, None, None, None)
 def set_limits(current: Limits, shards: int = 1, group: str | None = None, **kw: Any) -> Limits:
     topic = tuple(kw.get(n) for n in ("rate", "per", "burst", "concurrency"))
     defaults = tuple(kw.get(f"group_{n}") for n in ("rate", "per", "burst", "concurrency"))
-    return merged(current, group=group, topic_values=topic, group_values=defaults, shards=shards)
+    return merged(
+        current,
+        group=group,
+        given=checked_rule(topic),  # type: ignore[arg-type]
+        defaults=checked_rule(defaults, "group_"),  # type: ignore[arg-type]
+        shards=shards,
+    )
 
 
 def test_set_limits_sets_what_it_is_given_and_keeps_the_rest() -> None:

@@ -15,13 +15,30 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import Any
 
 from chronoq.errors import InvalidInput
 from chronoq.job.codec import check_int, finite
 from chronoq.names import validate_group
 
-__all__ = ["MAX_CONCURRENCY", "MAX_RATE", "Limits", "Rule", "cleared", "merged", "shard_share"]
+__all__ = [
+    "GROUPS_SHOWN",
+    "MAX_CONCURRENCY",
+    "MAX_PER",
+    "MAX_RATE",
+    "Limits",
+    "Rule",
+    "checked_rule",
+    "cleared",
+    "given_rules",
+    "merged",
+    "refilled",
+    "shard_share",
+    "token_wait_ms",
+]
 
+#: stats(groups=True) shows the groups with the largest backlogs, at most this many
+GROUPS_SHOWN = 100
 MAX_RATE = 1_000_000.0  # jobs per `per`
 MAX_PER = 86_400.0  # seconds: a day
 MAX_CONCURRENCY = 1_000_000
@@ -60,6 +77,14 @@ class Rule:
     def empty(self) -> bool:
         return all(getattr(self, n) is None for n in _FIELDS)
 
+    def as_dict(self) -> dict[str, float | int]:
+        """The fields that are set (JSON over HTTP, the CLI)."""
+        return {n: getattr(self, n) for n in _FIELDS if getattr(self, n) is not None}
+
+    @classmethod
+    def of_dict(cls, fields: Mapping[str, Any]) -> Rule:
+        return checked_rule(tuple(fields.get(n) for n in _FIELDS))  # type: ignore[arg-type]
+
     def pack(self) -> str:
         """The text a store keeps: the four fields, ':' between, '' for unset."""
         return ":".join("" if getattr(self, n) is None else repr(getattr(self, n)) for n in _FIELDS)
@@ -97,6 +122,26 @@ class Limits:
     def empty(self) -> bool:
         return self.topic_rule.empty and self.default.empty and not self.groups
 
+    def as_dict(self) -> dict[str, Any]:
+        """As JSON carries it: ``topic``, ``topic_rule``, ``default`` and
+        ``groups`` (name: rule), each rule with the fields that are set."""
+        return {
+            "topic": self.topic,
+            "topic_rule": self.topic_rule.as_dict(),
+            "default": self.default.as_dict(),
+            "groups": {name: rule.as_dict() for name, rule in self.groups.items()},
+        }
+
+    @classmethod
+    def of_dict(cls, fields: Mapping[str, Any]) -> Limits:
+        groups = {name: Rule.of_dict(rule) for name, rule in fields.get("groups", {}).items()}
+        return cls(
+            fields["topic"],
+            Rule.of_dict(fields.get("topic_rule", {})),
+            Rule.of_dict(fields.get("default", {})),
+            MappingProxyType(groups),
+        )
+
 
 def _number(value: object, name: str, low: float, high: float, unit: str) -> float:
     """A number in (0, high] and at least ``low``, as a float."""
@@ -112,7 +157,9 @@ def _number(value: object, name: str, low: float, high: float, unit: str) -> flo
     raise InvalidInput(f"{name} must be {unit} {bounds}, got {value!r}")
 
 
-def _rule(values: tuple[object, object, object, object], prefix: str) -> Rule:
+def checked_rule(values: tuple[object, object, object, object], prefix: str = "") -> Rule:
+    """A ``Rule`` of (rate, per, burst, concurrency) as given to ``set_limits``
+    (None: not given), each checked; ``prefix`` names them in errors."""
     rate, per, burst, concurrency = values
     return Rule(
         None if rate is None else _number(rate, prefix + "rate", 0, MAX_RATE, "a number"),
@@ -133,31 +180,36 @@ def _check_split(rule: Rule, shards: int, what: str) -> None:
         )
 
 
-def merged(
-    current: Limits,
-    *,
-    group: str | None,
-    topic_values: tuple[object, object, object, object],
-    group_values: tuple[object, object, object, object],
-    shards: int,
-) -> Limits:
-    """``current`` with the fields ``set_limits`` was given: ``topic_values``
-    (rate, per, burst, concurrency) for the topic, or for ``group`` when one is
-    named; ``group_values`` (the ``group_*`` arguments) for the defaults."""
-    given = _rule(topic_values, "")
-    defaults = _rule(group_values, "group_")
-    if group is not None:
-        group = validate_group(group)
-        if not defaults.empty:
-            raise InvalidInput(
-                "group_rate, group_per, group_burst and group_concurrency set every "
-                "group's default: give them without group="
-            )
+def given_rules(group: str | None, given: Rule, defaults: Rule) -> tuple[Rule, Rule]:
+    """``given`` and ``defaults`` (``checked_rule``) if ``set_limits`` may set
+    them together: at least one field, and no defaults with a group."""
+    if group is not None and not defaults.empty:
+        raise InvalidInput(
+            "group_rate, group_per, group_burst and group_concurrency set every "
+            "group's default: give them without group="
+        )
     if given.empty and defaults.empty:
         raise InvalidInput(
             "give at least one limit: rate, per, burst or concurrency"
             + ("" if group is not None else ", or a group_* default")
         )
+    return given, defaults
+
+
+def merged(
+    current: Limits,
+    *,
+    group: str | None,
+    given: Rule,
+    defaults: Rule,
+    shards: int,
+) -> Limits:
+    """``current`` with the fields ``set_limits`` was given (``checked_rule``):
+    ``given`` for the topic, or for ``group`` when one is named; ``defaults``
+    (the ``group_*`` arguments) for every group's default."""
+    given, defaults = given_rules(group, given, defaults)
+    if group is not None:
+        group = validate_group(group)
     if group is not None:
         own = given.over(current.groups.get(group, _NONE))
         _check_split(own, shards, f"group {group}'s ")
@@ -196,3 +248,20 @@ def shard_share(rule: Rule, shard: int, shards: int, salt: int = 0) -> Rule:
         extra = 1 if (shard - salt) % shards < concurrency % shards else 0
         concurrency = concurrency // shards + extra
     return Rule(rate, rule.per, burst, concurrency)
+
+
+def refilled(tokens: float | None, since_ms: int, now_ms: int, rule: Rule) -> float:
+    """A token bucket of ``rule`` holding ``tokens`` at ``since_ms`` (None:
+    full), as of ``now_ms``."""
+    bucket = rule.bucket or 1
+    if tokens is None or rule.rate is None:
+        return float(bucket)
+    gained = max(now_ms - since_ms, 0) * rule.rate / ((rule.per or 1.0) * 1000)
+    return min(float(bucket), tokens + gained)
+
+
+def token_wait_ms(tokens: float, rule: Rule) -> float:
+    """Ms until a bucket of ``rule`` holding ``tokens`` holds one whole token."""
+    if tokens >= 1 or rule.rate is None:
+        return 0.0
+    return (1 - tokens) * (rule.per or 1.0) * 1000 / rule.rate

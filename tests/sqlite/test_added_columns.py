@@ -22,8 +22,18 @@ OLD_INSERT = (
 
 
 def _old_schema() -> str:
-    """schema.sql as it was before the added columns: their lines (and comments) left out."""
+    """schema.sql as it was before the added columns: their lines (and comments)
+    left out, and what names them (flow control, the ready index by group) as
+    it was then."""
     schema = files("chronoq.backends.sqlite").joinpath("schema.sql").read_text()
+    schema = schema.split("\n-- Flow control")[0]
+    schema = re.sub(
+        r"DROP INDEX IF EXISTS jobs_ready;.*?WHERE state = 1;",
+        "CREATE INDEX IF NOT EXISTS jobs_ready ON jobs (topic, priority DESC, due_at) "
+        "WHERE state = 1;",
+        schema,
+        flags=re.S,
+    )
     for name, _ in ADDED_COLUMNS:
         schema = re.sub(rf"(?:\n *--[^\n]*)*\n *{name} +\w+,?", "", schema)
     return re.sub(r",(\s*)\)", r"\1)", schema, count=1)  # the comma before the last one

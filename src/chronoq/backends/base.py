@@ -6,54 +6,8 @@ the store's. Each method is one atomic step that appends its events in that same
 step. Above it, each operation is defined once (``chronoq.calls``) for the four
 facades: ``Queue``, ``AsyncQueue`` and the HTTP clients.
 
-Adding an operation (a transition, say a rate limit on reserve; or a read) touches:
-
-1. This module: an abstract method of ``Backend`` whose docstring is the
-   contract, and the same as a coroutine on ``AsyncBackend``. Nothing else
-   forwards it by hand: ``ThreadedBackend`` (threaded.py, and through it
-   SQLite's asyncio backend) and the two Redis drivers fill their methods in
-   from this contract (``fill_contract``).
-2. SQLite: a method in ``sqlite/backend.py`` over the module of its concern
-   (``leases.py``, ``reserving.py``; ``reads.py`` for reads). A transition is
-   one ``Store.write`` (``BEGIN IMMEDIATE``) transaction that appends its
-   events through ``EventLog``; a read is one ``Store.read`` (one snapshot)
-   and appends none.
-3. Redis: one ``redis/lua/<name>.lua`` file whose header states KEYS, ARGV,
-   the reply and the events ("none" for a read); scripts are found by file
-   name. The generator that calls it is a method of ``RedisCore``
-   (``redis/core.py``) for an operation on one job or shard, or, for one over
-   every shard of a topic (merging their replies), a function in
-   ``redis/topicwide.py`` (or ``logs.py``, ``schedules.py``) listed in its
-   ``__all__``; ``redis/operations.py`` finds either. A script that writes
-   nothing is named in ``core._READ_ONLY`` (else, with ``replicas=``, each
-   call waits for the replicas and fails with ``DurabilityError``).
-4. ``chronoq/calls/<theme>.py``: a ``Call`` subclass, the one definition of
-   the operation: its constructor is the signature (names, defaults) and
-   checks the arguments (a check that two calls share goes in
-   ``calls/checks.py``), its docstring is the operation's, and ``store``
-   returns the backend ``Use`` (or yields the steps) it takes.
-5. ``chronoq/calls/surface.py``: one line, ``name = Op(TheCall)``, in
-   ``Operations`` (every facade, the HTTP clients too) or in
-   ``StoreOperations`` (``Queue`` and ``AsyncQueue`` only; then list it with
-   its reason in ``tests/test_surface.py``). Nothing is written in the facades.
-6. Over HTTP: its requests in ``http/ops.py`` (``@_over_http(TheCall)``;
-   ``repeatable=True`` when sending it twice does nothing twice), its route in
-   ``server/v1_routes.py`` (its action; a ``Param`` per query parameter) with
-   a handler in ``server/v1.py`` (one facade call), and its body and answer
-   types in ``server/wire.py`` only when none fits (a list of jobs is
-   ``JobList``). In ``docs/http.md``: an example under "Every endpoint, by
-   example" (``tests/server/test_http_docs.py`` requires one per route, runs
-   it against a server and compares the answer) and its action in the table
-   of token actions.
-7. The CLI, when people run it by hand: a command in ``cli/main.py`` (a new
-   table in ``cli/output.py``), tested in ``tests/cli/test_cli.py``.
-8. The docs: ``docs/contract.md`` (the Python API, and its HTTP table when it is
-   served), ``docs/clients.md`` when the clients offer it (their list of methods,
-   what is retried, a server bound), and a line in ``CHANGELOG.md``.
-
-Then a test of it in ``tests/conformance/`` (every backend, both store facades);
-``tests/http/test_client.py`` runs the clients. Measured by adding a read (``peek``)
-in a scratch branch: 12 source files, 3 test files and 4 docs, none of the facades.
+Adding an operation (a transition or a read) touches the files listed under
+"Adding an operation" in docs/architecture.md, this module first.
 """
 
 from __future__ import annotations
@@ -77,6 +31,7 @@ from chronoq.job import (
     PutResult,
     Reservation,
 )
+from chronoq.limits import Limits, Rule
 from chronoq.states import State
 
 __all__ = [
@@ -202,8 +157,10 @@ class Backend(ABC):
     # -- topic-wide ----------------------------------------------------------------------
 
     @abstractmethod
-    def stats(self, topic: str, per_shard: bool = False) -> dict[str, Any]:
-        """Counts by state; with ``per_shard``, also ``shards``: the counts of each."""
+    def stats(self, topic: str, per_shard: bool = False, groups: bool = False) -> dict[str, Any]:
+        """Counts by state; with ``per_shard``, also ``shards``: the counts of
+        each; with ``groups``, also ``groups``: the counts of the groups with
+        the largest backlogs (``GROUPS_SHOWN``), largest first."""
 
     @abstractmethod
     def forecast(self, topic: str, until_ms: int, step_ms: int) -> Forecast:
@@ -229,6 +186,23 @@ class Backend(ABC):
 
     @abstractmethod
     def set_paused(self, topic: str, paused: bool) -> None: ...
+
+    # -- flow control (docs/contract.md §10) -----------------------------------------
+
+    @abstractmethod
+    def limits(self, topic: str) -> Limits: ...
+
+    @abstractmethod
+    def set_limits(self, topic: str, group: str | None, given: Rule, defaults: Rule) -> Limits:
+        """``limits.merged`` of the stored limits with what is given, stored in
+        one step (a bucket whose rule changed is full again); the result."""
+
+    @abstractmethod
+    def clear_limits(self, topic: str, group: str | None) -> Limits:
+        """``limits.cleared`` of the stored limits, stored in one step."""
+
+    @abstractmethod
+    def set_group_paused(self, topic: str, group: str, paused: bool) -> None: ...
 
     @abstractmethod
     def events(self, topic: str | None, cursor: str | None, limit: int) -> EventPage:
@@ -349,7 +323,9 @@ class AsyncBackend(ABC):
     ) -> bool: ...
 
     @abstractmethod
-    async def stats(self, topic: str, per_shard: bool = False) -> dict[str, Any]: ...
+    async def stats(
+        self, topic: str, per_shard: bool = False, groups: bool = False
+    ) -> dict[str, Any]: ...
 
     @abstractmethod
     async def forecast(self, topic: str, until_ms: int, step_ms: int) -> Forecast: ...
@@ -368,6 +344,20 @@ class AsyncBackend(ABC):
 
     @abstractmethod
     async def set_paused(self, topic: str, paused: bool) -> None: ...
+
+    @abstractmethod
+    async def limits(self, topic: str) -> Limits: ...
+
+    @abstractmethod
+    async def set_limits(
+        self, topic: str, group: str | None, given: Rule, defaults: Rule
+    ) -> Limits: ...
+
+    @abstractmethod
+    async def clear_limits(self, topic: str, group: str | None) -> Limits: ...
+
+    @abstractmethod
+    async def set_group_paused(self, topic: str, group: str, paused: bool) -> None: ...
 
     @abstractmethod
     async def events(self, topic: str | None, cursor: str | None, limit: int) -> EventPage: ...

@@ -8,6 +8,7 @@ from __future__ import annotations
 from chronoq.calls.by_id import Delete, Get, Reschedule
 from chronoq.calls.call import Op
 from chronoq.calls.consuming import Ack, AckMany, Bury, Nack, Release, Reserve, Touch
+from chronoq.calls.flow import ClearLimits, SetLimits, TopicLimits
 from chronoq.calls.producing import Put, PutMany
 from chronoq.calls.reading import Jobs, LogHead, LogShards, LogTrim, ReadLog
 from chronoq.calls.recurring import DefineRecurring, RecurringList, RecurringRemove, RunRecurring
@@ -52,6 +53,10 @@ class Operations:
     purge = Op(Purge)
     pause = Op(Pause)
     resume = Op(Resume)
+
+    set_limits = Op(SetLimits)
+    limits = Op(TopicLimits)
+    clear_limits = Op(ClearLimits)
 
 
 class StoreOperations(Operations):

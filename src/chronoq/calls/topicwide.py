@@ -10,6 +10,7 @@ from typing import Any
 from chronoq.calls.call import Call, StoreSide, Use
 from chronoq.calls.checks import check_limit, forecast_args, requeue_ids
 from chronoq.job import EventPage, Forecast, JobInfo, validate_topic
+from chronoq.names import validate_group
 
 __all__ = [
     "Dead",
@@ -27,16 +28,20 @@ __all__ = [
 class Stats(Call[dict[str, Any]]):
     """Counts by state and more: delayed, ready, reserved, dead, total,
     paused, next_due_at (ms or None); with ``per_shard``, also ``shards``:
-    for each shard in order, its delayed, ready, reserved, dead and next_due_at."""
+    for each shard in order, its delayed, ready, reserved, dead and
+    next_due_at; with ``groups``, also ``groups``: the groups with the
+    largest backlogs (at most 100), each with its group (None: the default
+    group), delayed, ready, reserved, dead and paused."""
 
-    __slots__ = ("per_shard", "topic")
+    __slots__ = ("groups", "per_shard", "topic")
 
-    def __init__(self, topic: str, *, per_shard: bool = False) -> None:
+    def __init__(self, topic: str, *, per_shard: bool = False, groups: bool = False) -> None:
         self.topic = validate_topic(topic)
         self.per_shard = bool(per_shard)
+        self.groups = bool(groups)
 
     def store(self, side: StoreSide) -> Use:
-        return Use("stats", (self.topic, self.per_shard))
+        return Use("stats", (self.topic, self.per_shard, self.groups))
 
 
 class DueForecast(Call[Forecast]):
@@ -108,27 +113,34 @@ class Purge(Call[int]):
 
 
 class Pause(Call[None]):
-    """Stop handing out jobs of the topic; puts are still accepted."""
+    """Stop handing out jobs of the topic, or of its ``group`` alone (the
+    other groups flow on); puts are still accepted."""
 
-    __slots__ = ("topic",)
+    __slots__ = ("group", "topic")
 
-    def __init__(self, topic: str) -> None:
+    def __init__(self, topic: str, *, group: str | None = None) -> None:
         self.topic = validate_topic(topic)
+        self.group = None if group is None else validate_group(group)
 
     def store(self, side: StoreSide) -> Use:
-        return Use("set_paused", (self.topic, True))
+        if self.group is None:
+            return Use("set_paused", (self.topic, True))
+        return Use("set_group_paused", (self.topic, self.group, True))
 
 
 class Resume(Call[None]):
-    """Hand out jobs of a paused topic again."""
+    """Hand out jobs of a paused topic again, or of its paused ``group``."""
 
-    __slots__ = ("topic",)
+    __slots__ = ("group", "topic")
 
-    def __init__(self, topic: str) -> None:
+    def __init__(self, topic: str, *, group: str | None = None) -> None:
         self.topic = validate_topic(topic)
+        self.group = None if group is None else validate_group(group)
 
     def store(self, side: StoreSide) -> Use:
-        return Use("set_paused", (self.topic, False))
+        if self.group is None:
+            return Use("set_paused", (self.topic, False))
+        return Use("set_group_paused", (self.topic, self.group, False))
 
 
 class Events(Call[EventPage]):

@@ -18,6 +18,7 @@ from urllib.parse import quote
 from chronoq.calls.by_id import Delete, Get, Reschedule
 from chronoq.calls.call import Call
 from chronoq.calls.consuming import Ack, AckMany, Bury, Nack, Release, Reserve, Touch
+from chronoq.calls.flow import ClearLimits, SetLimits, TopicLimits
 from chronoq.calls.producing import Put, PutMany
 from chronoq.calls.topicwide import (
     Dead,
@@ -49,6 +50,7 @@ from chronoq.job import (
     leases_by_topic,
     validate_topic,
 )
+from chronoq.limits import Limits as TopicLimitsValue
 from chronoq.states import State
 
 T = TypeVar("T")
@@ -291,9 +293,11 @@ def _reschedule(call: Reschedule, limits: Limits) -> Steps[bool]:
 
 @_over_http(Stats)
 def _stats(call: Stats, limits: Limits) -> Steps[dict[str, Any]]:
-    params = {"per_shard": "true"} if call.per_shard else None
+    params = {"per_shard": "true"} if call.per_shard else {}
+    if call.groups:
+        params["groups"] = "true"
     path = _topic(call.topic) + "/stats"
-    answer: dict[str, Any] = yield Request("GET", path, params=params, repeatable=True)
+    answer: dict[str, Any] = yield Request("GET", path, params=params or None, repeatable=True)
     return answer
 
 
@@ -333,9 +337,40 @@ def _purge(call: Purge, limits: Limits) -> Steps[int]:
 
 @_over_http(Pause)
 def _pause(call: Pause, limits: Limits) -> Steps[None]:
-    yield Request("POST", f"{_topic(call.topic)}/pause", repeatable=True)
+    yield Request("POST", f"{_paused(call.topic, call.group)}/pause", repeatable=True)
 
 
 @_over_http(Resume)
 def _resume(call: Resume, limits: Limits) -> Steps[None]:
-    yield Request("POST", f"{_topic(call.topic)}/resume", repeatable=True)
+    yield Request("POST", f"{_paused(call.topic, call.group)}/resume", repeatable=True)
+
+
+def _paused(topic: str, group: str | None) -> str:
+    return _topic(topic) + ("" if group is None else f"/groups/{_segment(group)}")
+
+
+@_over_http(TopicLimits)
+def _limits(call: TopicLimits, limits: Limits) -> Steps[TopicLimitsValue]:
+    answer = yield Request("GET", _topic(call.topic) + "/limits", repeatable=True)
+    return TopicLimitsValue.of_dict(answer)
+
+
+@_over_http(SetLimits)
+def _set_limits(call: SetLimits, limits: Limits) -> Steps[TopicLimitsValue]:
+    fields = call.given.as_dict()
+    fields.update({"group_" + name: value for name, value in call.defaults.as_dict().items()})
+    answer = yield Request(
+        "PUT",
+        _topic(call.topic) + "/limits",
+        body=encode(fields),
+        params=None if call.group is None else {"group": call.group},
+        repeatable=True,  # the same fields set twice are set once
+    )
+    return TopicLimitsValue.of_dict(answer)
+
+
+@_over_http(ClearLimits)
+def _clear_limits(call: ClearLimits, limits: Limits) -> Steps[TopicLimitsValue]:
+    params = None if call.group is None else {"group": call.group}
+    answer = yield Request("DELETE", _topic(call.topic) + "/limits", params=params, repeatable=True)
+    return TopicLimitsValue.of_dict(answer)

@@ -20,6 +20,7 @@ from chronoq.server.metrics import Metrics
 from chronoq.server.settings import Limits
 from chronoq.server.web.problems import ApiError
 from chronoq.server.web.routing import Call, Reply
+from chronoq.server.wire_limits import GroupPaused, set_limits_args
 
 __all__ = ["V1"]
 
@@ -60,6 +61,13 @@ def _number(query: dict[str, str], name: str, default: float | None, what: str) 
     except ValueError:
         needed = "is required" if raw is None else f"must be a number, got {raw!r}"
         raise ApiError(400, "invalid_input", f"{name} {needed}: {what}") from None
+
+
+def _flag(call: Call, name: str) -> bool:
+    raw = call.query.get(name, "false")
+    if raw not in ("true", "false"):
+        raise ApiError(400, "invalid_input", f"{name} must be true or false, got {raw!r}")
+    return raw == "true"
 
 
 def _ok(body: Any, status: int = 200) -> Reply:
@@ -237,10 +245,8 @@ class V1:
         return _ok(wire.TopicList(names))
 
     async def stats(self, call: Call) -> Reply:
-        raw = call.query.get("per_shard", "false")
-        if raw not in ("true", "false"):
-            raise ApiError(400, "invalid_input", f"per_shard must be true or false, got {raw!r}")
-        return _ok(await self.q.stats(call.param("topic"), per_shard=raw == "true"))
+        per_shard, groups = _flag(call, "per_shard"), _flag(call, "groups")
+        return _ok(await self.q.stats(call.param("topic"), per_shard=per_shard, groups=groups))
 
     async def forecast(self, call: Call) -> Reply:
         until = _number(call.query, "until", None, "Unix time in seconds, such as 1893456000")
@@ -271,3 +277,24 @@ class V1:
     async def resume(self, call: Call) -> Reply:
         await self.q.resume(call.param("topic"))
         return _ok(wire.Paused(False))
+
+    async def pause_group(self, call: Call) -> Reply:
+        await self.q.pause(call.param("topic"), group=call.param("group"))
+        return _ok(GroupPaused(call.param("group"), True))
+
+    async def resume_group(self, call: Call) -> Reply:
+        await self.q.resume(call.param("topic"), group=call.param("group"))
+        return _ok(GroupPaused(call.param("group"), False))
+
+    async def get_limits(self, call: Call) -> Reply:
+        return _ok((await self.q.limits(call.param("topic"))).as_dict())
+
+    async def set_limits(self, call: Call) -> Reply:
+        args = set_limits_args(call.body)
+        group = call.query.get("group")
+        found = await self.q.set_limits(call.param("topic"), group=group, **args)  # type: ignore[arg-type]
+        return _ok(found.as_dict())
+
+    async def clear_limits(self, call: Call) -> Reply:
+        found = await self.q.clear_limits(call.param("topic"), group=call.query.get("group"))
+        return _ok(found.as_dict())

@@ -7,6 +7,7 @@ from typing import Any
 
 from chronoq.aio import AsyncQueue
 from chronoq.job import MAX_DURATION_S, MAX_FORECAST_STEPS, YEAR_10000
+from chronoq.names import GROUP_PATTERN
 from chronoq.server import wire
 from chronoq.server.auth import Action
 from chronoq.server.grouped_puts import GroupedPuts
@@ -15,11 +16,13 @@ from chronoq.server.metrics import Metrics
 from chronoq.server.settings import Limits
 from chronoq.server.v1 import V1
 from chronoq.server.web.routing import Param, Route
+from chronoq.server.wire_limits import GroupPaused, LimitsBody, SetLimitsBody
 
 __all__ = ["v1_routes"]
 
 _TOPIC = "/v1/topics/{topic}"
 _JOB = _TOPIC + "/jobs/{id}"
+_GROUP = _TOPIC + "/groups/{group}"
 _ERRORS = {400: wire.ErrorBody, 401: wire.ErrorBody, 403: wire.ErrorBody, 503: wire.ErrorBody}
 # a payload over the store's max_payload (or a body over limits.max_body)
 _PUT_ERRORS = {**_ERRORS, 413: wire.ErrorBody}
@@ -51,6 +54,16 @@ def v1_routes(
         "per_shard",
         {"type": "boolean", "default": False},
         "also each shard's counts and next due time, in order",
+    )
+    groups = Param(
+        "groups",
+        {"type": "boolean", "default": False},
+        "also the counts of the groups with the largest backlogs (at most 100)",
+    )
+    group = Param(
+        "group",
+        {"type": "string", "pattern": f"^{GROUP_PATTERN}$"},
+        "one group's own limits (left out: the topic's and the group defaults)",
     )
 
     def route(
@@ -207,7 +220,7 @@ def v1_routes(
             None,
             dict[str, Any],
             tag="topics",
-            query=(per_shard,),
+            query=(per_shard, groups),
         ),
         route(
             "GET",
@@ -270,5 +283,57 @@ def v1_routes(
             None,
             wire.Paused,
             tag="topics",
+        ),
+        route(
+            "POST",
+            _GROUP + "/pause",
+            api.pause_group,
+            "Hand out no job of the group until resumed; the others flow on",
+            admin,
+            None,
+            GroupPaused,
+            tag="limits",
+        ),
+        route(
+            "POST",
+            _GROUP + "/resume",
+            api.resume_group,
+            "Hand out the group's jobs again",
+            admin,
+            None,
+            GroupPaused,
+            tag="limits",
+        ),
+        route(
+            "GET",
+            _TOPIC + "/limits",
+            api.get_limits,
+            "The topic's limits, every group's default and each group's own",
+            read,
+            None,
+            LimitsBody,
+            tag="limits",
+        ),
+        route(
+            "PUT",
+            _TOPIC + "/limits",
+            api.set_limits,
+            "Set the limits given, keep the others (?group= for one group's own)",
+            admin,
+            SetLimitsBody,
+            LimitsBody,
+            tag="limits",
+            query=(group,),
+        ),
+        route(
+            "DELETE",
+            _TOPIC + "/limits",
+            api.clear_limits,
+            "Clear the topic's limits and the defaults, or (?group=) one group's own",
+            admin,
+            None,
+            LimitsBody,
+            tag="limits",
+            query=(group,),
         ),
     ]

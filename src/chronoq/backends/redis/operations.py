@@ -1,6 +1,6 @@
 """Where the two Redis drivers find each operation of the Backend contract:
 written once, without I/O, as a method of ``RedisCore`` (core.py) or a
-function of logs.py, schedules.py or topicwide.py, each taking the core first and yielding
+function of logs.py, schedules.py, topicwide.py or flow.py, each taking the core first and yielding
 its round trips (steps.py)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from chronoq.backends.redis import logs, schedules, topicwide
+from chronoq.backends.redis import flow, logs, schedules, topicwide
 from chronoq.backends.redis.core import RedisCore
 from chronoq.backends.redis.steps import Steps
 
@@ -18,9 +18,9 @@ __all__ = ["operation"]
 def operation(name: str) -> Callable[..., Steps[Any]]:
     """The operation ``name``, called as ``operation(name)(core, *args)``:
     a method defined by ``RedisCore`` itself, or a function that logs.py,
-    schedules.py or topicwide.py exports (never a helper or an imported name)."""
+    schedules.py, topicwide.py or flow.py exports (never a helper or an imported name)."""
     found = RedisCore.__dict__.get(name)
-    for module in (logs, schedules, topicwide):
+    for module in (logs, schedules, topicwide, flow):
         if found is None and name in module.__all__:
             found = getattr(module, name)
     if callable(found):

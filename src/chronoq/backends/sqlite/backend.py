@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from chronoq.backends.base import AsyncBackend, Backend, ReserveResult, Watcher
 from chronoq.backends.sqlite.aio_watcher import AsyncSQLiteBackend
 from chronoq.backends.sqlite.eventlog import EventLog, remember
+from chronoq.backends.sqlite.flow import SQLiteFlow, enable, group_counts, reserve_in_turns
 from chronoq.backends.sqlite.leases import SQLiteLeases
 from chronoq.backends.sqlite.logs import SQLiteBulkReads
 from chronoq.backends.sqlite.reads import (
@@ -52,10 +53,33 @@ _PUT_EVENTS_SQL = (
     "INSERT INTO events (ts_ms, topic, id, event, attempt, due_at, priority) "
     "SELECT ?, topic, id, 'put', 0, due_at, priority FROM jobs WHERE rowid > ? ORDER BY rowid"
 )
-_EXPIRE_BATCH = 1000  # leases reclaimed per reserve call: keeps every call bounded
+# is the topic paused, is it under flow control (sqlite/flow.py)
+_TOPIC_SQL = (
+    "SELECT coalesce((SELECT paused FROM topics WHERE name = ?1), 0), "
+    "EXISTS (SELECT 1 FROM flow_topics WHERE topic = ?1)"
+)
 
 
-class SQLiteBackend(SQLiteLeases, SQLiteSchedules, SQLiteBulkReads, Backend):
+def _insert(
+    db: sqlite3.Connection,
+    rows: dict[str, tuple[Any, ...]],
+    extras: dict[str, tuple[str | None, str | None]] | None,
+) -> None:
+    """Write the jobs' rows, with their trace contexts and groups (``extras``)."""
+    if extras is None:
+        db.executemany(_JOB_SQL, rows.values())
+        return
+    # one statement for all, in put order (the rowids are that order)
+    traced = any(trace is not None for trace, _ in extras.values())
+    grouped = any(group is not None for _, group in extras.values())
+    full = []
+    for job_id, row in rows.items():
+        trace, group = extras.get(job_id, _NO_EXTRAS)
+        full.append(row + (trace,) * traced + (group,) * grouped)
+    db.executemany(_EXTRA_JOB_SQL[traced, grouped], full)
+
+
+class SQLiteBackend(SQLiteLeases, SQLiteFlow, SQLiteSchedules, SQLiteBulkReads, Backend):
     """Jobs in one SQLite file (WAL), safe for many threads and processes."""
 
     def __init__(
@@ -110,6 +134,7 @@ class SQLiteBackend(SQLiteLeases, SQLiteSchedules, SQLiteBulkReads, Backend):
             expire_leases(db, self._log, topic, now)  # see an expired lease as ready/dead
             if topic not in self._known_topics:  # topics rows are never deleted
                 db.execute("INSERT OR IGNORE INTO topics (name) VALUES (?)", (topic,))
+            grouped = self._grouped(db, topic, jobs)
             known = self._known(db, topic, [job.id for job in jobs if not job.generated], now)
             results: list[PutResult] = []
             rows: dict[str, tuple[Any, ...]] = {}
@@ -149,23 +174,25 @@ class SQLiteBackend(SQLiteLeases, SQLiteSchedules, SQLiteBulkReads, Backend):
                 db.executemany("DELETE FROM jobs WHERE topic = ? AND id = ?", replaced)
                 db.executemany("DELETE FROM remembered WHERE topic = ? AND id = ?", replaced)
             last = db.execute("SELECT coalesce(max(rowid), 0) FROM jobs").fetchone()[0]
-            if extras is None:
-                db.executemany(_JOB_SQL, rows.values())
-            else:  # one statement for all, in put order (the rowids are that order)
-                traced = any(trace is not None for trace, _ in extras.values())
-                grouped = any(group is not None for _, group in extras.values())
-                full = []
-                for job_id, row in rows.items():
-                    trace, group = extras.get(job_id, _NO_EXTRAS)
-                    full.append(row + (trace,) * traced + (group,) * grouped)
-                db.executemany(_EXTRA_JOB_SQL[traced, grouped], full)
+            _insert(db, rows, extras)
             if rows:  # one statement in C rather than a row of parameters per event
                 logged = db.execute(_PUT_EVENTS_SQL, (now, last)).rowcount
                 self._log.count(db, logged)
         self._known_topics.add(topic)  # committed
+        if grouped:
+            self._signals.flow_topics.add(topic)
         if rows:
             self._signals.notify(topic)
         return results
+
+    def _grouped(self, db: sqlite3.Connection, topic: str, jobs: Sequence[NewJob]) -> bool:
+        """Whether a job has a group; the topic is then under flow control
+        from before the jobs are written (the triggers count them)."""
+        if not any(job.group for job in jobs):
+            return False
+        if topic not in self._signals.flow_topics:
+            enable(db, topic)
+        return True
 
     def _known(
         self, db: sqlite3.Connection, topic: str, ids: list[str], now: int
@@ -200,12 +227,18 @@ class SQLiteBackend(SQLiteLeases, SQLiteSchedules, SQLiteBulkReads, Backend):
             db.execute(
                 "UPDATE jobs SET state = 1 WHERE topic = ? AND state = 0 AND at <= ?", (topic, now)
             )
-            paused = db.execute("SELECT paused FROM topics WHERE name = ?", (topic,)).fetchone()
-            if paused and paused[0]:
+            paused, flow = db.execute(_TOPIC_SQL, (topic,)).fetchone()
+            if paused:
                 return ReserveResult([], None)
-            jobs = lease_ready(db, self._log, topic, count, ttr_ms, now)
-            wake = None if jobs else next_change_in(db, topic)
-        return ReserveResult(jobs, wake)
+            if not flow:
+                jobs = lease_ready(db, self._log, topic, count, ttr_ms, now)
+                return ReserveResult(jobs, None if jobs else next_change_in(db, topic))
+            self._signals.flow_topics.add(topic)
+            jobs, token_in = reserve_in_turns(db, self._log, topic, count, ttr_ms, now)
+            if jobs:
+                return ReserveResult(jobs, None)
+            changes = [t for t in (token_in, next_change_in(db, topic)) if t is not None]
+        return ReserveResult(jobs, min(changes) if changes else None)
 
     def watch(self, topic: str) -> Watcher:
         return SQLiteWatcher(self._signals, topic, self._store.data_version)
@@ -238,6 +271,8 @@ class SQLiteBackend(SQLiteLeases, SQLiteSchedules, SQLiteBulkReads, Backend):
             self._log.append(
                 db, [(now, topic, job_id, "delete", attempts, due_at, priority, None, None)]
             )
+        if topic in self._signals.flow_topics:  # a lease slot may be free
+            self._signals.notify(topic)
         return True
 
     def reschedule(self, topic: str, job_id: str, delay_ms: int, run_at_ms: int | None) -> bool:
@@ -266,9 +301,11 @@ class SQLiteBackend(SQLiteLeases, SQLiteSchedules, SQLiteBulkReads, Backend):
 
     # -- topic-wide --------------------------------------------------------------
 
-    def stats(self, topic: str, per_shard: bool = False) -> dict[str, Any]:
+    def stats(self, topic: str, per_shard: bool = False, groups: bool = False) -> dict[str, Any]:
         with self._store.read() as db:
             stats = topic_stats(db, topic)
+            if groups:
+                stats["groups"] = group_counts(db, topic, now_ms())
         if per_shard:  # one shard: the topic's own counts
             names = ("delayed", "ready", "reserved", "dead", "next_due_at")
             stats["shards"] = [{name: stats[name] for name in names}]

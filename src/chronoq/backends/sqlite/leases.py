@@ -61,7 +61,13 @@ class SQLiteLeases:
                     )
             db.executemany("DELETE FROM jobs WHERE rowid = ?", gone)
             self._log.append(db, events)
+        self._free_slots({lease.topic for lease in leases})
         return lost
+
+    def _free_slots(self, topics: set[str]) -> None:
+        """Wake consumers held up by a limit on leases (docs/contract.md §10)."""
+        for topic in topics & self._signals.flow_topics:
+            self._signals.notify(topic)
 
     def _reserved(
         self, db: sqlite3.Connection, topic: str, ids: list[str]
@@ -142,6 +148,7 @@ class SQLiteLeases:
             now = now_ms()
             rowid, attempts, _, due_at, priority, _, _ = self._leased(db, lease, now)
             self._kill(db, topic, job_id, rowid, now, "bury", attempts, due_at, priority, error)
+        self._free_slots({topic})
 
     def _kill(
         self,

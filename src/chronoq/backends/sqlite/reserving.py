@@ -13,7 +13,7 @@ from chronoq.backends.sqlite.rows import DEAD, DELAYED, READY, RESERVED
 from chronoq.job import Reservation, decode_payload
 from chronoq.states import lease_expired_error
 
-__all__ = ["expire_leases", "lease_ready", "next_change_in"]
+__all__ = ["READY_SQL", "expire_leases", "lease_ready", "lease_rows", "next_change_in"]
 
 EXPIRE_BATCH = 1000  # leases reclaimed per reserve call: keeps every call bounded
 
@@ -45,16 +45,32 @@ def expire_leases(db: sqlite3.Connection, log: EventLog, topic: str, now: int) -
     log.append(db, events)
 
 
+# the best ready jobs of one group (NULL: the default group, every job of a
+# topic without flow control): priority, then due time, then put order
+READY_SQL = (
+    "SELECT rowid, id, payload, attempts, max_attempts, due_at, priority, ttr_ms, "
+    "created_at, traceparent, job_group FROM jobs WHERE topic = ? AND state = 1 "
+    "AND job_group IS ? ORDER BY priority DESC, due_at, rowid LIMIT ?"
+)
+
+
 def lease_ready(
     db: sqlite3.Connection, log: EventLog, topic: str, count: int, ttr_ms: int | None, now: int
 ) -> list[Reservation]:
-    """Lease the best ``count`` ready jobs: priority, then due time, then put order."""
-    rows = db.execute(
-        "SELECT rowid, id, payload, attempts, max_attempts, due_at, priority, ttr_ms, "
-        "created_at, traceparent, job_group FROM jobs WHERE topic = ? AND state = 1 "
-        "ORDER BY priority DESC, due_at, rowid LIMIT ?",
-        (topic, count),
-    ).fetchall()
+    """Lease the best ``count`` ready jobs of a topic without flow control."""
+    rows = db.execute(READY_SQL, (topic, None, count)).fetchall()
+    return lease_rows(db, log, topic, rows, ttr_ms, now)
+
+
+def lease_rows(
+    db: sqlite3.Connection,
+    log: EventLog,
+    topic: str,
+    rows: list[Any],
+    ttr_ms: int | None,
+    now: int,
+) -> list[Reservation]:
+    """Lease the ready jobs ``rows`` (of ``READY_SQL``), in their order."""
     prefix = secrets.token_hex(8)  # + the index in this call: unique per reservation
     updates: list[tuple[int, str, int, int]] = []
     events: list[EventRow] = []

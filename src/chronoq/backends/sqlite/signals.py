@@ -30,6 +30,9 @@ class FileSignals:
         self.counters: dict[str, int] = {}
         # replaced, never changed in place: notify reads it without a copy
         self.listeners: tuple[Callable[[str], None], ...] = ()
+        # topics under flow control (sqlite/flow.py) seen by this process: a
+        # lease that ends there may let a waiting consumer go on
+        self.flow_topics: set[str] = set()
 
     def notify(self, topic: str) -> None:
         with self.cond:

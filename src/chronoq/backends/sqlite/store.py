@@ -83,7 +83,10 @@ class Store:
                 f"schema version {version} is not the {SCHEMA_VERSION} this chronoq knows"
             )
         # a store made before a table was added to schema.sql gets it now
-        if version is None or not self._has_table("schedules"):
+        # (its columns first: the schema's indexes and triggers name them)
+        if version is None or not self._has_table("flow_groups"):
+            if self._has_table("jobs"):
+                self._add_columns()
             schema = files("chronoq.backends.sqlite").joinpath("schema.sql").read_text()
             try:
                 conn.executescript(

@@ -29,6 +29,7 @@ def _path_params(route: Route) -> list[dict[str, Any]]:
     described = {
         "topic": ("A topic: 1-128 of A-Z a-z 0-9 . _ : -", f"^{TOPIC_PATTERN}$"),
         "id": ("A job id: 1-256 printable ASCII characters, percent-encoded", ID_RULE),
+        "group": ("A group of the topic: 1-128 of A-Z a-z 0-9 . _ : -", f"^{TOPIC_PATTERN}$"),
     }
     params = []
     for name in names:
