@@ -5,6 +5,7 @@ count of a run of N operations minus that of a run of none (start-up and
 imports cancel out), divided by N.
 
     python bench/facade_instructions.py [--src DIR ...] [--ops 1000] [--setup CODE]
+                                        [--workload NAME ...]
 
 With several ``--src`` (a checkout's ``src``), each is measured in turn and
 compared with the first. ``--setup``: Python run first in each process
@@ -31,6 +32,17 @@ WORKLOADS = {
         "for i in range(n):\n    (job,) = q.reserve('t'); q.ack(job)"
     ),
     "stats": "for i in range(n): q.stats('t')",
+    # flow control (docs/contract.md §10): 10 groups taking turns; a topic
+    # rate limit that never holds a job back (what its checks cost)
+    "grouped put+reserve+ack": (
+        "for i in range(n): q.put('t', i, group=f'g{i % 10}')\n"
+        "for i in range(n):\n    (job,) = q.reserve('t'); q.ack(job)"
+    ),
+    "rate-limited put+reserve+ack": (
+        "q.set_limits('t', rate=1_000_000)\n"
+        "for i in range(n): q.put('t', i)\n"
+        "for i in range(n):\n    (job,) = q.reserve('t'); q.ack(job)"
+    ),
     # AsyncQueue: the same store through its threaded asyncio backend
     "async put": "for i in range(n): await q.put('t', i)",
     "async put+reserve+ack": (
@@ -77,12 +89,15 @@ def main() -> None:
     parser.add_argument("--src", action="append", help="a checkout's src (default: this one)")
     parser.add_argument("--ops", type=int, default=1000)
     parser.add_argument("--setup", default="", help="Python run first in each process")
+    parser.add_argument(
+        "--workload", action="append", choices=sorted(WORKLOADS), help="default: every one"
+    )
     args = parser.parse_args()
     sources = args.src or [str(ROOT / "src")]
     print(f"command: python bench/facade_instructions.py {' '.join(sys.argv[1:])}")
     print("| workload | " + " | ".join(sources) + " | ratio to the first |")
     print("| --- |" + " ---: |" * (len(sources) + 1))
-    for workload in WORKLOADS:
+    for workload in args.workload or WORKLOADS:
         for src in sources:  # compiled once, so that no run pays for it
             instructions(src, workload, 0, args.setup)
         per_op = [

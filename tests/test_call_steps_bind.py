@@ -137,7 +137,14 @@ def _workload(run: Callable[..., Any]) -> None:
     run("requeue", "t", ["nope"])
     run("pause", "t")
     run("resume", "t")
-    assert run("stats", "t", per_shard=True)
+    run("pause", "t", group="g")
+    run("resume", "t", group="g")
+    assert run("set_limits", "t", rate=1000.0, group_concurrency=5).default.concurrency == 5
+    assert run("set_limits", "t", group="g", concurrency=2).groups["g"].concurrency == 2
+    assert run("limits", "t").topic_rule.rate == 1000.0
+    assert not run("clear_limits", "t", group="g").groups
+    assert run("clear_limits", "t").empty
+    assert run("stats", "t", per_shard=True, groups=True)
     assert run("forecast", "t", until=time.time() + 7200.0, step=1800.0).counts
     assert "t" in run("topics")
     run("events", "t", cursor=None, limit=5)

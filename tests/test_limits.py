@@ -52,10 +52,12 @@ def test_clear_limits_clears_the_topics_and_defaults_or_one_groups() -> None:
 
 
 def test_the_bucket_defaults_to_a_pers_worth_of_the_rate() -> None:
+    """The rate is jobs per ``per``: a ``per``'s worth is ``rate`` tokens,
+    whatever ``per`` is (one a minute is a bucket of one, not of 60)."""
     assert Rule(rate=200).bucket == 200
-    assert Rule(rate=2.5).bucket == 3 and Rule(rate=0.5, per=5).bucket == 3  # halves up
+    assert Rule(rate=2.5).bucket == 3 and Rule(rate=0.5, per=5).bucket == 1  # halves up
     assert Rule(rate=1_000_000, per=86_400).bucket == 1_000_000  # as a burst's own bound
-    assert Rule(rate=5, per=60).bucket == 300
+    assert Rule(rate=5, per=60).bucket == 5 and Rule(rate=1, per=60).bucket == 1
     assert Rule(rate=0.1).bucket == 1
     assert Rule(rate=100, burst=10).bucket == 10
     assert Rule(concurrency=3).bucket is None

@@ -65,13 +65,14 @@ class Rule:
 
     @property
     def bucket(self) -> int | None:
-        """The token bucket's size: ``burst``, else a ``per``'s worth of the rate."""
+        """The token bucket's size: ``burst``, else a ``per``'s worth of the
+        rate (``rate`` tokens: the rate is jobs per ``per``)."""
         if self.rate is None:
             return None
         if self.burst is not None:
             return self.burst
         # halves up (not Python's to even): the Lua side rounds the same way
-        return min(max(1, math.floor(self.rate * (self.per or 1.0) + 0.5)), MAX_CONCURRENCY)
+        return min(max(1, math.floor(self.rate + 0.5)), MAX_CONCURRENCY)
 
     @property
     def empty(self) -> bool:

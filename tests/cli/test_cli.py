@@ -321,7 +321,7 @@ def test_bytes_payload_is_base64_in_json(run_json: Json, sqlite_url: str, topic:
 def test_every_command_and_option_has_help(runner: CliRunner) -> None:
     assert set(cli.commands) >= {
         "put", "reserve", "ack", "nack", "get", "delete", "reschedule", "stats", "topics",
-        "dead", "requeue", "purge", "pause", "resume", "demo", "forecast",
+        "dead", "requeue", "purge", "pause", "resume", "demo", "forecast", "limits",
     }  # fmt: skip
     for name, command in cli.commands.items():
         assert command.help, name

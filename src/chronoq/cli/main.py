@@ -31,6 +31,7 @@ from chronoq.cli.app import (
 )
 from chronoq.cli.demo import run_demo
 from chronoq.cli.export import export
+from chronoq.cli.flow import limits, pause, resume
 from chronoq.cli.parsing import (
     check_one_time,
     parse_duration,
@@ -246,11 +247,12 @@ def reschedule(
 
 @cli.command()
 @topic_arg
+@click.option("--groups", is_flag=True, help="Also count by group, largest backlog first.")
 @pass_app
-def stats(app: App, topic: str) -> None:
-    """Count the jobs of TOPIC by state."""
-    counts = app.queue().stats(topic)
-    app.out.emit({"topic": topic, **counts}, lambda: output.stats_table(topic, counts))
+def stats(app: App, topic: str, groups: bool) -> None:
+    """Count the jobs of TOPIC by state (and by group)."""
+    counts = app.queue().stats(topic, groups=groups)
+    app.out.emit({"topic": topic, **counts}, lambda: output.stats_view(topic, counts))
 
 
 @cli.command()
@@ -322,29 +324,6 @@ def purge(app: App, topic: str, yes: bool) -> None:
     )
 
 
-def _set_paused(app: App, topic: str, paused: bool) -> None:
-    queue = app.queue()
-    (queue.pause if paused else queue.resume)(topic)
-    verb = "paused" if paused else "resumed"
-    app.out.emit({"topic": topic, "paused": paused}, lambda: output.message(f"{verb} {topic}"))
-
-
-@cli.command()
-@topic_arg
-@pass_app
-def pause(app: App, topic: str) -> None:
-    """Stop handing out jobs of TOPIC (puts are still accepted)."""
-    _set_paused(app, topic, True)
-
-
-@cli.command()
-@topic_arg
-@pass_app
-def resume(app: App, topic: str) -> None:
-    """Hand out jobs of a paused TOPIC again."""
-    _set_paused(app, topic, False)
-
-
 @cli.command()
 @click.option("--jobs", type=click.IntRange(1, 10_000), default=300, help="Jobs to schedule [300].")
 @click.option("--seconds", type=click.FloatRange(0.5, 600), default=10.0, help="Due within [10].")
@@ -371,6 +350,9 @@ cli.add_command(export)
 cli.add_command(analyze)
 cli.add_command(serve)
 cli.add_command(token)
+cli.add_command(limits)
+cli.add_command(pause)
+cli.add_command(resume)
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chronoq.job import Forecast, JobInfo, PutResult, Reservation
+from chronoq.limits import GROUPS_SHOWN, Limits, Rule
 
 __all__ = [
     "Output",
@@ -25,9 +26,11 @@ __all__ = [
     "dead_table",
     "forecast_doc",
     "forecast_view",
+    "groups_table",
     "info_doc",
     "info_table",
     "iso_ms",
+    "limits_view",
     "message",
     "now_ms",
     "payload_text",
@@ -36,6 +39,7 @@ __all__ = [
     "reservation_doc",
     "reservations_table",
     "stats_table",
+    "stats_view",
     "topics_table",
 ]
 
@@ -264,6 +268,14 @@ def stats_table(topic: str, stats: dict[str, Any]) -> Table:
     return table
 
 
+def stats_view(topic: str, stats: dict[str, Any]) -> RenderableType:
+    """``stats_table``, then ``groups_table`` when the stats count by group."""
+    if "groups" not in stats:
+        return stats_table(topic, stats)
+    counts = {name: value for name, value in stats.items() if name != "groups"}
+    return Group(stats_table(topic, counts), groups_table(stats["groups"]))
+
+
 def _span(seconds: float) -> str:
     """``1h``, ``30m``, ``2d``: in the largest unit that divides it, else seconds."""
     for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
@@ -297,3 +309,63 @@ def forecast_view(forecast: Forecast) -> RenderableType:
         table.add_row(iso_ms(forecast.start + i * step_ms), str(count), Text(bar, style="cyan"))
     end = forecast.start + len(forecast.counts) * step_ms
     return Group(table, message(f"later: {forecast.later} due from {iso_ms(end)} on"))
+
+
+def groups_table(groups: list[dict[str, Any]]) -> Table:
+    """``stats --groups``: a row per group, largest backlog first."""
+    table = _table("group", "delayed", "ready", "reserved", "dead", "paused")
+    table.title, table.title_justify = "by group", "left"
+    for row in groups:
+        name = Text(row["group"]) if row["group"] is not None else Text("(default)", style="dim")
+        counts = [str(row[state]) for state in ("delayed", "ready", "reserved", "dead")]
+        table.add_row(name, *counts, "yes" if row["paused"] else "no")
+    if not groups:
+        table.caption = "no group holds jobs or is paused"
+    elif len(groups) >= GROUPS_SHOWN:
+        table.caption = f"only the {GROUPS_SHOWN} largest backlogs are shown"
+    return table
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.15g}"
+
+
+def _rule_cells(rule: Rule, own: Rule) -> list[Text]:
+    """``rule``'s rate, per, burst (the bucket) and concurrency; a value that
+    ``own`` does not set (a group default's, or the bucket or period it
+    implies) in parentheses, since a pipe loses the dim style."""
+    per = rule.per if rule.per is not None or rule.rate is None else 1.0
+    cells = []
+    for value, set_here in (
+        (rule.rate, own.rate is not None),
+        (per, own.per is not None),
+        (rule.bucket, own.burst is not None),
+        (rule.concurrency, own.concurrency is not None),
+    ):
+        text = _number(value)
+        if value is not None and not set_here:
+            cells.append(Text(f"({text})", style="dim"))
+        else:
+            cells.append(Text(text))
+    return cells
+
+
+def limits_view(limits: Limits) -> RenderableType:
+    """A row for the topic, the group defaults and each group (the limits it
+    is held to), then what the marks mean."""
+    table = Table(
+        title=Text(f"limits of {limits.topic}"), title_justify="left", header_style="bold"
+    )
+    table.add_column("for")
+    for name in ("rate", "per (s)", "burst", "concurrency"):
+        table.add_column(name, justify="right")
+    table.add_row("topic", *_rule_cells(limits.topic_rule, limits.topic_rule))
+    table.add_row("group default", *_rule_cells(limits.default, limits.default))
+    for name in sorted(limits.groups):
+        held_to = limits.of_group(name)
+        table.add_row(Text(f"group {name}"), *_rule_cells(held_to, limits.groups[name]))
+    note = (
+        "-: no limit; (n): not set on the row: the group default's, or implied "
+        "(per 1 s; burst a per's worth of the rate)"
+    )
+    return Group(table, Text(note, style="dim"))

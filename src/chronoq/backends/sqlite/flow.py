@@ -2,7 +2,7 @@
 topic's groups, its limits and each group's, paused groups, counts by group.
 
 A topic takes part from its first job with a group, first limit or first
-paused group (``enable``): from then on schema.sql's triggers keep its groups'
+paused group (``enable``): from then on flow_triggers.sql keeps its groups'
 ready and leased counts, whichever call moves a job, and a reserve leases one
 job per turn from the group served least recently among those that may be
 served, in the same transaction as every other reserve step."""
@@ -17,7 +17,7 @@ from typing import Any
 from chronoq.backends.sqlite.eventlog import EventLog
 from chronoq.backends.sqlite.reserving import READY_SQL, lease_rows
 from chronoq.backends.sqlite.signals import FileSignals
-from chronoq.backends.sqlite.store import Store
+from chronoq.backends.sqlite.store import Store, add_flow_triggers
 from chronoq.job import Reservation
 from chronoq.limits import GROUPS_SHOWN, Limits, Rule, cleared, merged, refilled, token_wait_ms
 
@@ -59,6 +59,7 @@ def enable(db: sqlite3.Connection, topic: str) -> None:
     group, as the triggers go on doing from here."""
     if is_flow(db, topic):
         return
+    add_flow_triggers(db)  # this connection's, from here on in this transaction
     db.execute(
         "INSERT INTO flow_groups (topic, grp, ready, leased) "
         "SELECT topic, coalesce(job_group, ''), sum(state = 1), sum(state = 2) FROM jobs "

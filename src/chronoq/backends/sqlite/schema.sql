@@ -87,8 +87,8 @@ CREATE TABLE IF NOT EXISTS schedules (
 
 -- Flow control (docs/contract.md §10): a topic has a row here from its first
 -- job with a group, its first limit or its first paused group, and keeps it.
--- Only then do the triggers below count its jobs by group, and does a reserve
--- take turns among its groups. turns: jobs handed out, the groups' clock;
+-- Only then are its jobs counted by group (flow_triggers.sql), and does a
+-- reserve take turns among its groups. turns: jobs handed out, the groups' clock;
 -- leased: the topic's live leases; tokens: its rate limit's bucket (NULL:
 -- full), as of refilled_at (ms); rule, default_rule: its limits and every
 -- group's default (chronoq.limits.Rule.pack), NULL when unset.
@@ -103,8 +103,7 @@ CREATE TABLE IF NOT EXISTS flow_topics (
 ) WITHOUT ROWID;
 
 -- A flow topic's groups ('' the default group): ready and leased jobs, the
--- turn it was last served at (0: never, or forgotten: no ready job and no
--- lease), paused, held (0: may be served; > 0: no token before that ms; -1:
+-- turn it was last served at (0: never), paused, held (0: may be served; > 0: no token before that ms; -1:
 -- no free lease slot until one of its leases ends), its bucket, its own rule.
 CREATE TABLE IF NOT EXISTS flow_groups (
     topic       TEXT    NOT NULL,
@@ -126,43 +125,5 @@ CREATE INDEX IF NOT EXISTS flow_turns ON flow_groups (topic, turn)
 CREATE INDEX IF NOT EXISTS flow_held ON flow_groups (topic, held) WHERE held > 0;
 CREATE INDEX IF NOT EXISTS flow_own ON flow_groups (topic) WHERE rule IS NOT NULL;
 
--- The counts follow every move of a flow topic's jobs into and out of ready
--- and reserved, whichever call makes it. A lease that ends frees its group's
--- slot (held -1 -> 0) in the same step; a group with neither ready jobs nor
--- leases is forgotten (turn 0).
-CREATE TRIGGER IF NOT EXISTS flow_job_added AFTER INSERT ON jobs
-WHEN NEW.state = 1 AND EXISTS (SELECT 1 FROM flow_topics WHERE topic = NEW.topic)
-BEGIN
-    INSERT OR IGNORE INTO flow_groups (topic, grp) VALUES (NEW.topic, coalesce(NEW.job_group, ''));
-    UPDATE flow_groups SET ready = ready + 1
-    WHERE topic = NEW.topic AND grp = coalesce(NEW.job_group, '');
-END;
-
-CREATE TRIGGER IF NOT EXISTS flow_job_removed AFTER DELETE ON jobs
-WHEN OLD.state IN (1, 2) AND EXISTS (SELECT 1 FROM flow_topics WHERE topic = OLD.topic)
-BEGIN
-    UPDATE flow_groups SET
-        ready = ready - (OLD.state = 1),
-        leased = leased - (OLD.state = 2),
-        turn = CASE WHEN ready + leased = 1 THEN 0 ELSE turn END,
-        held = CASE WHEN OLD.state = 2 AND held = -1 THEN 0 ELSE held END
-    WHERE topic = OLD.topic AND grp = coalesce(OLD.job_group, '');
-    UPDATE flow_topics SET leased = leased - 1 WHERE topic = OLD.topic AND OLD.state = 2;
-END;
-
-CREATE TRIGGER IF NOT EXISTS flow_job_moved AFTER UPDATE OF state ON jobs
-WHEN OLD.state != NEW.state AND (OLD.state IN (1, 2) OR NEW.state IN (1, 2))
-    AND EXISTS (SELECT 1 FROM flow_topics WHERE topic = NEW.topic)
-BEGIN
-    INSERT OR IGNORE INTO flow_groups (topic, grp) VALUES (NEW.topic, coalesce(NEW.job_group, ''));
-    UPDATE flow_groups SET
-        ready = ready + (NEW.state = 1) - (OLD.state = 1),
-        leased = leased + (NEW.state = 2) - (OLD.state = 2),
-        turn = CASE
-            WHEN ready + leased + (NEW.state IN (1, 2)) - (OLD.state IN (1, 2)) = 0 THEN 0
-            ELSE turn END,
-        held = CASE WHEN OLD.state = 2 AND held = -1 THEN 0 ELSE held END
-    WHERE topic = NEW.topic AND grp = coalesce(NEW.job_group, '');
-    UPDATE flow_topics SET leased = leased + (NEW.state = 2) - (OLD.state = 2)
-    WHERE topic = NEW.topic AND (NEW.state = 2 OR OLD.state = 2);
-END;
+-- The counts are kept by triggers that each connection creates (TEMP) once
+-- the store has a flow topic: flow_triggers.sql, Store.write.

@@ -14,11 +14,13 @@ from typing import TypeVar
 
 from chronoq.errors import BackendUnavailable, InvalidInput
 
-__all__ = ["ADDED_COLUMNS", "SCHEMA_VERSION", "SYNCHRONOUS", "Store"]
+__all__ = ["ADDED_COLUMNS", "SCHEMA_VERSION", "SYNCHRONOUS", "Store", "add_flow_triggers"]
 
 SCHEMA_VERSION = "1"
 #: columns of ``jobs`` that stores made before them lack: (name, type)
 ADDED_COLUMNS = (("traceparent", "TEXT"), ("job_group", "TEXT"))
+#: tables added to schema.sql after version 1 (a store without one gets them)
+ADDED_TABLES = ("schedules", "flow_topics", "flow_groups")
 SYNCHRONOUS = frozenset({"off", "normal", "full", "extra"})
 
 # While another process holds the write lock, try again after a short random
@@ -35,6 +37,18 @@ def _is_busy(exc: sqlite3.Error) -> bool:
     if code is None:
         return False
     return code & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED)
+
+
+def add_flow_triggers(conn: sqlite3.Connection) -> None:
+    """The TEMP triggers of flow_triggers.sql, on ``conn`` (in its transaction:
+    executescript would commit it first)."""
+    script = files("chronoq.backends.sqlite").joinpath("flow_triggers.sql").read_text()
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            conn.execute(statement)
+            statement = ""
 
 
 class Store:
@@ -54,6 +68,8 @@ class Store:
         self.url = url
         self.busy_timeout_s = busy_timeout_ms / 1000
         self.lock = threading.RLock()
+        # whether this connection has flow control's counting triggers
+        self.flow_counted = False
         try:
             self.conn = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
@@ -84,7 +100,7 @@ class Store:
             )
         # a store made before a table was added to schema.sql gets it now
         # (its columns first: the schema's indexes and triggers name them)
-        if version is None or not self._has_table("flow_groups"):
+        if version is None or not all(self._has_table(name) for name in ADDED_TABLES):
             if self._has_table("jobs"):
                 self._add_columns()
             schema = files("chronoq.backends.sqlite").joinpath("schema.sql").read_text()
@@ -176,14 +192,25 @@ class Store:
         with self.lock:
             self._retry_busy(lambda: self.conn.execute("BEGIN IMMEDIATE"))
             try:
+                if not self.flow_counted:
+                    self._count_flow()
                 yield self.conn
                 self.conn.execute("COMMIT")
             except BaseException as exc:
+                self.flow_counted = False  # triggers made in the transaction are gone: look again
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
                     raise self._unavailable(exc) from None
                 raise
+
+    def _count_flow(self) -> None:
+        """Once the store has a flow topic, this connection's triggers that
+        count its jobs by group (flow_triggers.sql): made inside the write
+        lock, so no write of a flow topic goes uncounted."""
+        if self.conn.execute("SELECT 1 FROM flow_topics LIMIT 1").fetchone() is not None:
+            add_flow_triggers(self.conn)
+            self.flow_counted = True
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
