@@ -32,7 +32,7 @@ BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
 if redis_server_binary() is not None or os.environ.get("CI") == "true":
     BACKENDS["redis"] = _redis_url  # in CI a missing redis-server fails, never skips
 
-#: the far tier forced on (lua/lib/6_far.lua): every delayed job is put in a far
+#: the far tier forced on (lua/lib/7_far.lua): every delayed job is put in a far
 #: bucket of its own (1 ms wide) and promoted only when due, so that every
 #: operation meets it there; the conformance suite runs on these too
 FORCED_FAR = "horizon_ms=0&far_bucket_ms=1"

@@ -1,35 +1,54 @@
 """Conformance: flow control (docs/contract.md §10). Turns among groups
 (fairness), the topic's and the groups' limits held in the reserve's own
 step, a slot freed when a lease ends, the wait for the next token, pause of
-one group, counts by group. Through both store facades; the Redis backend
-refuses limits until it has them (issue 28 builds them store by store), which
-is tested here too."""
+one group, counts by group. On every backend, through both store facades."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import chronoq
+import chronoq.aio
 from chronoq import Job
 from chronoq.errors import InvalidInput
 from chronoq.limits import Limits, Rule
 
+from ..aio_bridge import BridgedQueue
 from .test_guarantees import WAKE_BOUND_S
 
 pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture
-def flow(queue: Any) -> Any:
-    """The queue, on a store that has flow control."""
-    if str(queue.url).startswith("redis"):
-        pytest.skip("the Redis backend has no limits yet: tested by test_redis_refuses_limits")
-    return queue
+def flow(queue: Any, store_url: str) -> Iterator[Any]:
+    """The queue, with its topics in one shard: the store's own step holds
+    every limit and turn exactly (a sharded topic's: test_sharded_*)."""
+    if queue.shards == 1:
+        yield queue
+        return
+    url = f"{store_url}&shards=1"
+    q = BridgedQueue(lambda: chronoq.aio.connect(url)) if isinstance(queue, BridgedQueue) else None
+    q = q or chronoq.connect(url)
+    yield q
+    q.close()
+
+
+@pytest.fixture
+def sharded(queue: Any, store_url: str) -> Iterator[Any]:
+    """The queue with its topics over 4 shards (Redis), each enforcing a share."""
+    if not store_url.startswith("redis"):
+        pytest.skip("a SQLite store keeps a topic in one shard")
+    url = f"{store_url}&shards=4"
+    q = BridgedQueue(lambda: chronoq.aio.connect(url)) if isinstance(queue, BridgedQueue) else None
+    q = q or chronoq.connect(url)
+    yield q
+    q.close()
 
 
 def _drain(queue: Any, topic: str, count: int = 1) -> list[Any]:
@@ -226,20 +245,16 @@ def test_pausing_a_group_leaves_the_others_flowing(flow: Any, topic: str) -> Non
 def test_stats_by_group_show_the_largest_backlogs_first(flow: Any, topic: str) -> None:
     flow.put_many(topic, [Job(i, group="big") for i in range(5)])
     flow.put_many(topic, [Job(i, group="small") for i in range(2)])
-    flow.put_many(topic, [Job(i, delay=3600) for i in range(3)])
+    flow.put_many(topic, [Job(i, delay=3600) for i in range(3)])  # none due: not shown
+    flow.pause(topic, group="idle")
     (job,) = flow.reserve(topic)
-    groups = flow.stats(topic, groups=True)["groups"]
-    assert [g["group"] for g in groups] == ["big", "small", None]
-    reserved = {g["group"]: g["reserved"] for g in groups}
-    assert sum(reserved.values()) == 1 and reserved[job.group] == 1
-    assert groups[2] == {
-        "group": None,
-        "delayed": 3,
-        "ready": 0,
-        "reserved": 0,
-        "dead": 0,
-        "paused": False,
-    }
+    assert job.group == "big"  # never served, both: the first seen
+    assert flow.stats(topic, groups=True)["groups"] == [
+        {"group": "big", "ready": 4, "reserved": 1, "paused": False},
+        {"group": "small", "ready": 2, "reserved": 0, "paused": False},
+        {"group": "idle", "ready": 0, "reserved": 0, "paused": True},
+    ]
+    assert flow.stats(topic)["ready"] == 6
 
 
 def test_a_topic_without_groups_or_limits_is_served_as_before(flow: Any, topic: str) -> None:
@@ -249,11 +264,48 @@ def test_a_topic_without_groups_or_limits_is_served_as_before(flow: Any, topic: 
     assert "groups" not in flow.stats(topic)
 
 
-def test_redis_refuses_limits_until_it_has_them(queue: Any, topic: str) -> None:
-    if not str(queue.url).startswith("redis"):
-        pytest.skip("a store with flow control: the tests above")
-    with pytest.raises(InvalidInput, match="not yet served by the Redis backend"):
-        queue.set_limits(topic, rate=1)
-    with pytest.raises(InvalidInput, match="not yet served by the Redis backend"):
-        queue.pause(topic, group="g")
-    assert queue.limits(topic) == Limits(topic)
+# -- a sharded topic: each shard enforces its share (docs/contract.md §10) -------------
+
+
+def _by_shard(queue: Any, jobs: list[Any]) -> dict[int, list[Any]]:
+    shards: dict[int, list[Any]] = {}
+    for job in jobs:
+        shards.setdefault(queue.shard_of(job.id), []).append(job)
+    return shards
+
+
+def test_sharded_turns_hold_within_each_shard(sharded: Any, topic: str) -> None:
+    """One group of 200 jobs and 20 of 2: in each shard, each group there is
+    served once before any is served twice."""
+    sharded.put_many(topic, [Job(i, group="big") for i in range(200)])
+    sharded.put_many(topic, [Job(i, group=f"small-{i % 20}") for i in range(40)])
+    served = [job for _ in range(240) for job in _drain(sharded, topic)]
+    assert len(served) == 240
+    for jobs in _by_shard(sharded, served).values():
+        groups = {job.group for job in jobs}
+        first_round = [job.group for job in jobs[: len(groups)]]
+        assert sorted(first_round) == sorted(groups)
+
+
+def test_sharded_concurrency_is_split_over_the_shards(sharded: Any, topic: str) -> None:
+    with pytest.raises(InvalidInput, match="below the topic's 4 shards"):
+        sharded.set_limits(topic, concurrency=3)
+    sharded.put_many(topic, [Job(i, id=f"j{i}") for i in range(80)])
+    assert all(shard["ready"] for shard in sharded.stats(topic, per_shard=True)["shards"])
+    sharded.set_limits(topic, concurrency=6)  # 2, 2, 1, 1
+    held = [job for _ in range(8) for job in sharded.reserve(topic, 80)]
+    per_shard = sorted(len(jobs) for jobs in _by_shard(sharded, held).values())
+    assert per_shard == [1, 1, 2, 2]
+    sharded.ack(held[0])  # its shard's slot: a consumer waiting on the topic is woken
+    begin = time.monotonic()
+    (job,) = sharded.reserve(topic, 80, wait=10)
+    assert sharded.shard_of(job.id) == sharded.shard_of(held[0].id)
+    assert time.monotonic() - begin < WAKE_BOUND_S
+
+
+def test_sharded_rate_is_split_over_the_shards(sharded: Any, topic: str) -> None:
+    sharded.put_many(topic, [Job(i, id=f"j{i}") for i in range(200)])
+    assert all(shard["ready"] for shard in sharded.stats(topic, per_shard=True)["shards"])
+    sharded.set_limits(topic, rate=4, per=60, burst=8)  # each shard: a burst of 2
+    held = [job for _ in range(12) for job in sharded.reserve(topic, 200)]
+    assert sorted(len(jobs) for jobs in _by_shard(sharded, held).values()) == [2, 2, 2, 2]

@@ -2,7 +2,7 @@
 over a window a few seconds on (every other id ``far-<n>``, entered in the far
 index; the others ULIDs naming their due time's bucket, as chronoq generates
 them, kept short in their bucket's list), so that their buckets are
-promoted (lua/lib/6_far.lua) while the run's faults land. Each put is recorded
+promoted (lua/lib/7_far.lua) while the run's faults land. Each put is recorded
 as a producer records it (``invoke``, then ``ok`` with its due time, or ``info``
 when the batch's outcome is unknown, then the batch is sent again: puts
 deduplicate on id), so the checker holds these jobs to the same account."""

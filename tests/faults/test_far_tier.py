@@ -1,5 +1,5 @@
 """The far tier under faults: a far tier of 12,000 jobs whose buckets are promoted
-(lua/lib/6_far.lua) while redis-server is killed with ``kill -9`` (AOF, fsync
+(lua/lib/7_far.lua) while redis-server is killed with ``kill -9`` (AOF, fsync
 always) and restarted, and while a cluster primary fails over. Nothing
 acknowledged is lost, nothing starts early, no job has two live leases."""
 

@@ -1,4 +1,4 @@
-"""The far tier (lua/lib/6_far.lua, far_ids.py): jobs due beyond the horizon are
+"""The far tier (lua/lib/7_far.lua, far_ids.py): jobs due beyond the horizon are
 kept packed in time buckets, found by id, moved between the tiers by every
 operation, and promoted into the near structures before they fall due, a slice
 per call. The conformance suite runs with the tier forced on (tests/conftest.py,
@@ -22,7 +22,7 @@ from chronoq.ids import new_id
 from ..redis_server import RedisServer
 from .conftest import wait_until
 
-FAR_SLICE = 256  # lua/lib/6_far.lua
+FAR_SLICE = 256  # lua/lib/7_far.lua
 HOUR = 3600
 
 

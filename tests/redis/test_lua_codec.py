@@ -342,7 +342,7 @@ def test_lease_record_splices_what_pack_job_and_python_read(lua: Lua) -> None:
 
 
 def test_expire_writes_the_error_python_shows(lua: Lua) -> None:
-    """A lease that ran out on its last attempt: expire (7_transitions) kills the job
+    """A lease that ran out on its last attempt: expire (8_transitions) kills the job
     with the text of chronoq.states.lease_expired_error."""
     body = """
     local now = now_ms()

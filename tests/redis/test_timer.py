@@ -18,7 +18,7 @@ from ..children import Child
 from ..redis_server import RedisServer
 from .conftest import ServerFactory, blocked_clients, wait_until
 
-TIMER_LEASE_S = 0.05  # lua/lib/8_timer.lua
+TIMER_LEASE_S = 0.05  # lua/lib/9_timer.lua
 
 
 class Waiters:

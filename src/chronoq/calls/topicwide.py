@@ -30,8 +30,9 @@ class Stats(Call[dict[str, Any]]):
     paused, next_due_at (ms or None); with ``per_shard``, also ``shards``:
     for each shard in order, its delayed, ready, reserved, dead and
     next_due_at; with ``groups``, also ``groups``: the groups with the
-    largest backlogs (at most 100), each with its group (None: the default
-    group), delayed, ready, reserved, dead and paused."""
+    largest backlogs (due jobs; at most 100) and the paused ones, largest
+    first, each with its group (None: the default group), ready (its due
+    jobs), reserved (its live leases) and paused."""
 
     __slots__ = ("groups", "per_shard", "topic")
 

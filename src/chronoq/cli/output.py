@@ -313,14 +313,14 @@ def forecast_view(forecast: Forecast) -> RenderableType:
 
 def groups_table(groups: list[dict[str, Any]]) -> Table:
     """``stats --groups``: a row per group, largest backlog first."""
-    table = _table("group", "delayed", "ready", "reserved", "dead", "paused")
+    table = _table("group", "ready", "reserved", "paused")
     table.title, table.title_justify = "by group", "left"
     for row in groups:
         name = Text(row["group"]) if row["group"] is not None else Text("(default)", style="dim")
-        counts = [str(row[state]) for state in ("delayed", "ready", "reserved", "dead")]
+        counts = [str(row[state]) for state in ("ready", "reserved")]
         table.add_row(name, *counts, "yes" if row["paused"] else "no")
     if not groups:
-        table.caption = "no group holds jobs or is paused"
+        table.caption = "no group has due jobs or live leases, or is paused"
     elif len(groups) >= GROUPS_SHOWN:
         table.caption = f"only the {GROUPS_SHOWN} largest backlogs are shown"
     return table

@@ -43,10 +43,10 @@ __all__ = ["RedisCore"]
 
 _PUT_CHUNK = 200
 # every other script may write: WAIT after it
-_READ_ONLY = frozenset({"get", "far_jobs", "forecast"})
+_READ_ONLY = frozenset({"get", "far_jobs", "forecast", "limits_read", "groups"})
 # scripts that can make a job available: the shards they touch are looked at
 # by this process's next reserve (hints.py)
-_AVAILING = frozenset({"put", "nack", "requeue", "reschedule", "pause"})
+_AVAILING = frozenset({"put", "nack", "requeue", "reschedule", "pause", "limits", "group_pause"})
 
 
 class RedisCore:
@@ -180,7 +180,8 @@ class RedisCore:
     def put_many(self, topic: str, jobs: Sequence[NewJob], replace: bool) -> Steps[list[PutResult]]:
         if topic not in self.known_topics:
             yield from self.register(topic)
-        flag = "1" if replace else "0"
+        # 'g': the shard is under flow control from before the jobs (lib/6_flow.lua)
+        flag = ("1" if replace else "0") + ("g" if any(job.group for job in jobs) else "")
         jobs = self.far_ids.apply(jobs)  # a generated id bound far names its bucket
         if len(jobs) == 1:  # a single put: the shortest path (its client time is most of it)
             job = jobs[0]

@@ -1,5 +1,5 @@
 """Generated ids that name their far bucket (the twin of ``hinted`` in
-lua/lib/6_far.lua).
+lua/lib/7_far.lua).
 
 A job kept in the far tier is found by id without an index entry when its id
 says where it is: a generated ULID bound for the far tier carries its bucket's

@@ -1,42 +1,97 @@
-"""Flow control on the Redis backend (docs/contract.md §10): not built yet.
+"""Flow control on the Redis backend (docs/contract.md §10): a topic's limits
+and paused groups, written to every shard of the topic (each enforces its
+share: lua/lib/6_flow.lua), and its groups' counts, merged over the shards.
+Written once, without I/O, as core.py's are (operations.py finds them here).
 
-Until it is, a Redis store holds no limits and no paused group: setting
-either is refused with ``InvalidInput`` (a clear error, never a limit
-silently not enforced), and jobs with a group are handed out in the order
-of a topic without groups. operations.py finds these functions here."""
+``set_limits`` reads the limits from the first shard, merges what it is given
+(``chronoq.limits.merged``) and writes the result to every shard: two
+processes changing one topic's limits at the same moment may each keep the
+other's fields unmerged (the last write wins); the turns and the limits
+themselves are checked in each shard's own reserve step."""
 
 from __future__ import annotations
 
+from types import MappingProxyType
+from typing import Any
+
 from chronoq.backends.redis.core import RedisCore
 from chronoq.backends.redis.steps import Steps
-from chronoq.errors import InvalidInput
-from chronoq.limits import Limits, Rule
+from chronoq.limits import GROUPS_SHOWN, Limits, Rule, cleared, merged
 
-__all__ = ["clear_limits", "limits", "set_group_paused", "set_limits"]
+__all__ = ["clear_limits", "group_counts", "limits", "set_group_paused", "set_limits"]
 
-NOT_YET = (
-    "limits and paused groups are not yet served by the Redis backend (issue 28 builds "
-    "them store by store; the SQLite store has them): nothing was changed"
-)
+
+def _text(rule: Rule) -> str:
+    return "" if rule.empty else rule.pack()
+
+
+def _rule(raw: Any) -> Rule:
+    text = raw.decode() if isinstance(raw, bytes) else str(raw)
+    return Rule() if not text else Rule.unpack(text)
 
 
 def limits(core: RedisCore, topic: str) -> Steps[Limits]:
-    return Limits(topic)  # none can be set yet
-    yield  # a generator that takes no step
+    reply = yield from core.run("limits_read", topic, 0)
+    groups = {
+        (name.decode() if isinstance(name, bytes) else str(name)): _rule(rule)
+        for name, rule in zip(reply[2::2], reply[3::2], strict=True)
+    }
+    return Limits(
+        topic, _rule(reply[0]), _rule(reply[1]), MappingProxyType(dict(sorted(groups.items())))
+    )
+
+
+def _store(core: RedisCore, old: Limits, new: Limits, group: str | None) -> Steps[None]:
+    resets = "t" * (new.topic_rule != old.topic_rule) + "d" * (new.default != old.default)
+    own = ""
+    if group is not None:
+        rule = new.groups.get(group)
+        own = "" if rule is None else _text(rule)
+        resets += "g" * (rule != old.groups.get(group))
+    shards = core.shards
+    calls = (
+        (n, [f"{n}:{shards}", _text(new.topic_rule), _text(new.default), group or "", own, resets])
+        for n in range(shards)
+    )
+    yield from core.run_many("limits", new.topic, calls)
 
 
 def set_limits(
     core: RedisCore, topic: str, group: str | None, given: Rule, defaults: Rule
 ) -> Steps[Limits]:
-    raise InvalidInput(NOT_YET)
-    yield
+    old = yield from limits(core, topic)
+    new = merged(old, group=group, given=given, defaults=defaults, shards=core.shards)
+    yield from _store(core, old, new, group)
+    return new
 
 
 def clear_limits(core: RedisCore, topic: str, group: str | None) -> Steps[Limits]:
-    return Limits(topic)
-    yield
+    old = yield from limits(core, topic)
+    new = cleared(old, group)
+    if new != old:
+        yield from _store(core, old, new, group)
+    return new
 
 
 def set_group_paused(core: RedisCore, topic: str, group: str, paused: bool) -> Steps[None]:
-    raise InvalidInput(NOT_YET)
-    yield
+    flag = "1" if paused else "0"
+    yield from core.run_many("group_pause", topic, ((n, [group, flag]) for n in range(core.shards)))
+
+
+def group_counts(core: RedisCore, topic: str) -> Steps[list[dict[str, Any]]]:
+    """The groups with the largest backlogs over every shard, largest first."""
+    calls = ((n, [str(GROUPS_SHOWN)]) for n in range(core.shards))
+    replies = yield from core.run_many("groups", topic, calls)
+    counts: dict[str, dict[str, Any]] = {}
+    for reply in replies:
+        for i in range(0, len(reply), 4):
+            raw = reply[i]
+            name = raw.decode() if isinstance(raw, bytes) else str(raw)
+            entry = counts.setdefault(
+                name, {"group": name or None, "ready": 0, "reserved": 0, "paused": False}
+            )
+            entry["ready"] += int(reply[i + 1])
+            entry["reserved"] += int(reply[i + 2])
+            entry["paused"] = entry["paused"] or reply[i + 3] == 1
+    ranked = sorted(counts.values(), key=lambda g: (-g["ready"], g["group"] or ""))
+    return ranked[:GROUPS_SHOWN]

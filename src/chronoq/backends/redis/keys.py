@@ -56,7 +56,7 @@ PARTS = (
     # split between two nodes, where any access to a key missing on the node
     # fails the script half-way ("non local key"), after its first writes
     "guard",
-    # the far tier (lua/lib/6_far.lua): its buckets, their counts, the index of
+    # the far tier (lua/lib/7_far.lua): its buckets, their counts, the index of
     # the ids that do not name their bucket; a bucket's pages are
     # <far>:<start>:<page>, under the same hash tag
     "far",

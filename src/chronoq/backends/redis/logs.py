@@ -16,7 +16,7 @@ from chronoq.job import JobInfo, JobPage, LogRead, LogShard
 
 __all__ = ["jobs", "log_read", "log_shards", "log_trim"]
 
-_FAR_PAGES = 16  # a far bucket's lists (lua/lib/6_far.lua)
+_FAR_PAGES = 16  # a far bucket's lists (lua/lib/7_far.lua)
 _EVENTS_PER_ENTRY = 64  # a guess for XRANGE's COUNT: entries pack 22-4,000 bytes of events
 
 

@@ -30,9 +30,10 @@ LIB_FILES = (
     "3_events.lua",  # packed events, flushed to the stream (codec.decode_entry)
     "4_batched.lua",  # batched writes: call_chunked, zadd_many, wake
     "5_jobs.lua",  # every access to the jobs hash
-    "6_far.lua",  # the far tier: jobs due beyond the horizon, packed in time buckets
-    "7_transitions.lua",  # moves shared by several functions
-    "8_timer.lua",  # the reserve path's upkeep and the shard's timer
+    "6_flow.lua",  # flow control: groups' turns, limits and counts
+    "7_far.lua",  # the far tier: jobs due beyond the horizon, packed in time buckets
+    "8_transitions.lua",  # moves shared by several functions
+    "9_timer.lua",  # the reserve path's upkeep and the shard's timer
 )
 
 

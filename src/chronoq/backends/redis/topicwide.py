@@ -12,7 +12,7 @@ from typing import Any
 
 from chronoq.backends.redis.codec import decode_entry, id_key, info_from_record, key_id
 from chronoq.backends.redis.core import RedisCore
-from chronoq.backends.redis.flow import NOT_YET
+from chronoq.backends.redis.flow import group_counts
 from chronoq.backends.redis.keys import topics_key
 from chronoq.backends.redis.steps import Command, Steps
 from chronoq.errors import InvalidInput
@@ -26,8 +26,6 @@ _PURGE_BATCH = 1000
 def stats(
     core: RedisCore, topic: str, per_shard: bool = False, groups: bool = False
 ) -> Steps[dict[str, Any]]:
-    if groups:
-        raise InvalidInput("stats(groups=True): " + NOT_YET)
     totals = {"delayed": 0, "ready": 0, "reserved": 0, "dead": 0}
     paused = False
     next_due: int | None = None
@@ -51,6 +49,8 @@ def stats(
     }
     if per_shard:
         stats["shards"] = shards
+    if groups:
+        stats["groups"] = yield from group_counts(core, topic)
     return stats
 
 

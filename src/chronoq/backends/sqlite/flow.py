@@ -196,30 +196,25 @@ def set_group_paused(db: sqlite3.Connection, topic: str, group: str, paused: boo
 
 
 def group_counts(db: sqlite3.Connection, topic: str, now: int) -> list[dict[str, Any]]:
-    """The topic's groups with the largest backlogs (due jobs, then delayed),
-    at most ``GROUPS_SHOWN``, with their counts by state and whether paused."""
+    """The topic's groups with the largest backlogs (due jobs), at most
+    ``GROUPS_SHOWN``, and its paused groups: due jobs, live leases, paused."""
     counts: dict[str, dict[str, Any]] = {}
-    for name, delayed, ready, reserved, dead in db.execute(
-        "SELECT coalesce(job_group, ''), sum(state = 0 AND at > ?1), "
-        "sum(state = 1 OR (state = 0 AND at <= ?1)), sum(state = 2), sum(state = 3) "
-        "FROM jobs WHERE topic = ?2 GROUP BY 1",
+    for name, ready, reserved in db.execute(
+        "SELECT coalesce(job_group, ''), sum(state = 1 OR (state = 0 AND at <= ?1)), "
+        "sum(state = 2) FROM jobs WHERE topic = ?2 AND (state IN (1, 2) "
+        "OR (state = 0 AND at <= ?1)) GROUP BY 1",
         (now, topic),
     ):
-        counts[name] = {
-            "group": name or None,
-            "delayed": delayed,
-            "ready": ready,
-            "reserved": reserved,
-            "dead": dead,
-            "paused": False,
-        }
-    empty = {"delayed": 0, "ready": 0, "reserved": 0, "dead": 0}
+        counts[name] = {"group": name or None, "ready": ready, "reserved": reserved}
     for (name,) in db.execute(
         "SELECT grp FROM flow_groups WHERE topic = ? AND paused = 1", (topic,)
     ):
-        counts.setdefault(name, {"group": name or None, **empty})["paused"] = True
-    ranked = sorted(counts.values(), key=lambda g: (-g["ready"], -g["delayed"], g["group"] or ""))
-    return ranked[:GROUPS_SHOWN]
+        counts.setdefault(name, {"group": name or None, "ready": 0, "reserved": 0})
+        counts[name]["paused"] = True
+    # as on Redis: the groups with due jobs, and the paused ones
+    shown = [g for g in counts.values() if g["ready"] or g.get("paused")]
+    ranked = sorted(shown, key=lambda g: (-g["ready"], g["group"] or ""))
+    return [{**g, "paused": g.get("paused", False)} for g in ranked[:GROUPS_SHOWN]]
 
 
 class SQLiteFlow:

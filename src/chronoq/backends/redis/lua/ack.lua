@@ -17,6 +17,7 @@ for i, id in ipairs(ids) do
       remove(id, unpack_job(raw), now) -- remembered for unique_for: its own writes
     else
       gone[#gone + 1] = id
+      if flow_on() then lease_ended(group_of_raw(raw)) end
     end
     emit_event('ack', id, att, due, prio)
   else

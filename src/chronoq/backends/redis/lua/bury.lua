@@ -8,5 +8,6 @@ local id = ARGV[2]
 local j = lease_of(id, ARGV[3], now)
 if not j then return false end
 redis.call('ZREM', K_LEASED, id)
+lease_ended(group_of(j.payload))
 kill(id, j, now, 'bury', ARGV[4])
 return 1

@@ -1,6 +1,6 @@
 -- forecast: how many delayed jobs of the shard fall due per step (no write).
 -- KEYS: the shard keys (see lib/1_keys.lua); only `delayed` and the far tier's
---   bucket counts (lib/6_far.lua) are read, never a record.
+--   bucket counts (lib/7_far.lua) are read, never a record.
 -- ARGV: [1] event cap, [2] until (ms), [3] step (ms), [4] the most steps,
 --   [5] start (ms), or -1 for now by this server's clock: a forecast's first shard
 --   picks it and the others are given it, so that every shard's steps line up.

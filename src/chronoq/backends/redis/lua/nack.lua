@@ -12,6 +12,7 @@ local id = ARGV[2]
 local j = lease_of(id, ARGV[3], now)
 if not j then return false end
 redis.call('ZREM', K_LEASED, id)
+lease_ended(group_of(j.payload))
 local release = ARGV[10] == '1'
 if j.att >= j.max and not release then
   kill(id, j, now, 'dead', ARGV[5])

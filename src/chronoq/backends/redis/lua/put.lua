@@ -1,21 +1,24 @@
 -- put: create jobs, deduplicated on id (docs/contract.md §1 "put").
 -- KEYS: the shard keys (see lib/1_keys.lua).
--- ARGV: [1] event cap, [2] replace (1/0), then one value per job: a packed
+-- ARGV: [1] event cap, [2] replace (1/0), followed by 'g' when a job of the call has a
+--   group (the shard is then under flow control from before its jobs: lib/6_flow.lua),
+--   then one value per job: a packed
 --   '>Bi8i8hBI2' head (generated 1/0, delay_ms, run_at_ms or -1, priority, flags,
 --   id length), the id, then the rest of the record as the client packed it:
 --   the optional fields that `flags` names (F_TTR, F_MAX, F_UF), then the payload.
 --   A generated id (a fresh ULID) cannot exist yet: its lookup is skipped.
---   A job due beyond the horizon goes to the far tier (lib/6_far.lua).
+--   A job due beyond the horizon goes to the far tier (lib/7_far.lua).
 -- Returns: 2 values per job: created (1/0), due_at (ms; the existing job's when not created).
 -- Events: put, for each job created.
 local now = now_ms()
-local replace = ARGV[2] == '1'
+local replace = string.sub(ARGV[2], 1, 1) == '1'
+if string.sub(ARGV[2], 2) == 'g' then flow_enable() end
 local count = #ARGV - 2
 local seq = redis.call('INCRBY', K_SEQ, istr(count)) - count
 local out, ready, earliest = {}, 0, nil
 local first_delayed = redis.call('ZRANGE', K_DELAYED, '0', '0', 'WITHSCORES')[2]
 -- the writes of new jobs, sent as few variadic commands
-local records, delayed, readies, batch = {}, {}, {}, {}
+local records, delayed, readies, ready_raws, batch = {}, {}, {}, {}, {}
 local events = EVENTS
 
 local first_far, far_added = nil, false
@@ -23,9 +26,9 @@ local first_far, far_added = nil, false
 local function write_batch(last)
   jobs_put(records)
   if #delayed > 0 then zadd_many(K_DELAYED, delayed) end
-  if #readies > 0 then zadd_many(K_READY, readies) end
+  ready_add(readies, ready_raws)
   if far_added then far_flush() end
-  if not last then records, delayed, readies, batch = {}, {}, {}, {} end
+  if not last then records, delayed, readies, ready_raws, batch = {}, {}, {}, {}, {} end
 end
 
 for n = 3, #ARGV do
@@ -65,6 +68,7 @@ for n = 3, #ARGV do
       if not earliest or due < earliest then earliest = due end
     else
       readies[#readies + 1], readies[#readies + 2] = ready_score(prio, due), struct.pack('>i6c0', seq, id)
+      ready_raws[#ready_raws + 1] = record
       ready = ready + 1
     end
     if generated == 1 and due - now <= 2147483647 then -- a generated id's event, directly

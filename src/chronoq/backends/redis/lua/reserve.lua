@@ -16,6 +16,8 @@
 --   that leases jobs gives the timer up (timer = 0) and wakes one other waiter
 --   to take it; a waiter that takes a timer nobody held wakes one other waiter,
 --   the backup that times the lapse.
+--   On a shard under flow control (lib/6_flow.lua) one job per turn among its
+--   groups, within its limits; the next token counts as a timed change.
 -- Events: expire / dead for reclaimed leases, reserve for each job leased.
 local now = now_ms()
 local count, ttr_override, lease, waiter = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
@@ -24,11 +26,13 @@ if redis.call('EXISTS', K_PAUSED) == 1 then return {-1, 0} end
 
 -- one lease token for this call: each (id, token) pair is one reservation
 local out, records, leased, n = {-1, 0, lease}, {}, {}, 0
+local flow = flow_on()
+if flow then n = flow_lease(count, ttr_override, lease, now, out, records, leased) end
 -- Lease the best `count` ready jobs. A member is stale when its record is gone,
 -- not pending, or of another put (its seq differs: a put run twice leaves
 -- one): it is dropped, and the next members are read in its place (a few rounds
 -- at most, each bounded by `count`).
-for _ = 1, STALE_ROUNDS do
+for _ = 1, flow and 0 or STALE_ROUNDS do
   local members = redis.call('ZRANGE', K_READY, 0, count - n - 1)
   if #members == 0 then break end
   local ids = {}
@@ -63,13 +67,18 @@ if n > 0 then
   zadd_many(K_LEASED, leased)
   if waiter ~= '' then hand_over_timer(waiter) end -- busy with jobs: another waiter times the next
   -- more is ready: pass the baton to one more waiting consumer
-  if redis.call('ZCARD', K_READY) > 0 then wake(1) end
+  if redis.call('ZCARD', flow and K_READY .. '>t' or K_READY) > 0 then wake(1) end
   return out
 end
 
 -- nothing leased: when to look again
-if redis.call('ZCARD', K_READY) > 0 then return {0, 0} end -- more stale members than rounds
-redis.call('DEL', K_WAKE) -- nothing is ready: every token is stale
+if flow then
+  -- groups that may be served but were not: the topic's limit holds them (a
+  -- token: timed below; a free lease slot: woken by the lease's end)
+elseif redis.call('ZCARD', K_READY) > 0 then
+  return {0, 0} -- more stale members than rounds
+end
+redis.call('DEL', K_WAKE) -- nothing can be served: every token is stale
 local next_at = nil
 local d = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')[2]
 local l = redis.call('ZRANGE', K_LEASED, 0, 0, 'WITHSCORES')[2]
@@ -77,6 +86,8 @@ if d then next_at = tonumber(d) end
 if l and (not next_at or tonumber(l) < next_at) then next_at = tonumber(l) end
 local f = far_next_at(now) -- now while a far bucket is being promoted: call again at once
 if f and (not next_at or f < next_at) then next_at = f end
+local token = flow and flow_next_at(now) -- a limit's next token
+if token and (not next_at or token < next_at) then next_at = token end
 if not next_at then return {-1, 0} end
 local wake_in = math.max(next_at * 1000 - NOW_US, 0)
 if waiter == '' then return {wake_in, 0} end

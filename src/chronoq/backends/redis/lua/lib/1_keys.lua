@@ -1,6 +1,6 @@
 -- lib/1_keys.lua: the call. The shared part of the `chronoq_<hash>` function
 -- library is lib/*.lua, joined in the order of scripts.LIB_FILES (1_keys,
--- 2_record, 3_events, 4_batched, 5_jobs, 6_far, 7_transitions, 8_timer): Lua locals
+-- 2_record, 3_events, 4_batched, 5_jobs, 6_flow, 7_far, 8_transitions, 9_timer): Lua locals
 -- are lexically scoped, so each file uses only what the files before it define.
 -- scripts.py then makes each transition's file (lua/<name>.lua) the body of one
 -- function (FCALL chronoq_<hash>_<name>); the library is loaded once (FUNCTION
@@ -29,7 +29,7 @@
 --                      shard's next change (reserve.lua); lapses TIMER_LEASE ms after it
 --  13 guard    STRING  never written: declared so that a call in a slot that is being
 --                      migrated (Redis Cluster) is refused before it runs (keys.py)
---  14 far      ZSET    the far tier's buckets (6_far): their start (ms), scored by it;
+--  14 far      ZSET    the far tier's buckets (7_far): their start (ms), scored by it;
 --                      bucket <start> keeps its jobs in the LISTs <far>:<start>:<page>,
 --                      its count in a field of the STRING <far>c:<start / width / 64>
 --  15 farn     HASH    the tier's counts: 'all' (its jobs), '<start>:<page>' (elements
@@ -37,7 +37,7 @@
 --  16 faridx   HASH    id -> '<bucket start * 16 + page>:<place in the page>', for a far
 --                      job its id does not locate
 -- ARGV[1] of every function is the approximate cap of the event log (in events),
--- then, when the far tier is on, ':<horizon ms>:<bucket width ms>' (6_far); its
+-- then, when the far tier is on, ':<horizon ms>:<bucket width ms>' (7_far); its
 -- own arguments start at ARGV[2].
 -- Times come from the server's clock (TIME), never from the client.
 -- Each function starts with begin_call and, however its body returns, appends
@@ -49,8 +49,8 @@ local K_FORGET, K_EVENTS, K_WAKE, K_PAUSED, K_SEQ
 local K_EVSEQ, K_TIMER, K_GUARD
 local K_FAR, K_FARN, K_FARIDX
 local ARGV, EVENT_CAP
-local FAR_HORIZON, FAR_WIDTH -- ms; FAR_HORIZON < 0: no new far jobs (6_far)
--- the caller's bucket width (FAR_WIDTH until the store's own is read: 6_far's
+local FAR_HORIZON, FAR_WIDTH -- ms; FAR_HORIZON < 0: no new far jobs (7_far)
+-- the caller's bucket width (FAR_WIDTH until the store's own is read: 7_far's
 -- far_check), and whether this call has read it
 local URL_WIDTH, FAR_CHECKED
 local CALL_NO = 0 -- counts this library's calls: state a call gathers is tagged with it

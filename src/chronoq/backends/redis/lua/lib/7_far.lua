@@ -1,14 +1,13 @@
--- lib/6_far.lua: the far tier. A pending job due later than the horizon is not a
--- jobs hash field and a delayed member (~250 bytes besides its record) but an
--- element of a page (a LIST) of its time bucket. A bucket is promoted into the
--- near structures from the horizon before its start, a slice per call of the
--- reserve path, so that a bucket of a million jobs never holds a call up.
+-- lib/7_far.lua: the far tier. A pending job due later than the horizon is not a jobs
+-- hash field and a delayed member (~250 bytes besides its record) but an element of a
+-- page (a LIST) of its time bucket. A bucket is promoted into the near structures from
+-- the horizon before its start, a slice per call of the reserve path (never long).
 -- Defines: FAR_PAGES, FAR_SLICE, far_check, far_bucket, far_page_key, page_trimmed,
 --   far_element, far_entry_parts, far_locate, drop_bucket, far_count, far_remove, far_add,
 --   far_flush, far_take, far_promote, far_next_at, far_counts, far_due_count.
 -- Uses: K_DELAYED, K_READY, K_FAR, K_FARN, K_FARIDX, FAR_HORIZON, FAR_WIDTH, FAR_CHECKED,
 --   CALL_NO, istr (1_keys); HEAD, ready_score (2_record); CHUNK, zadd_many, call_chunked
---   (4_batched); jobs_put (5_jobs).
+--   (4_batched); jobs_put (5_jobs); ready_add (6_flow).
 -- Python twin: far_ids.py (the bucket a generated id names).
 --
 -- Bucket <start> (ms, a multiple of FAR_WIDTH) holds the jobs due in [start,
@@ -307,7 +306,7 @@ local function far_promote(now, budget)
   while budget > 0 do
     local start = promotable(now)
     if not start then break end
-    local records, delayed, readies = {}, {}, {}
+    local records, delayed, readies, ready_raws = {}, {}, {}, {}
     budget = budget - far_take(start, budget, function(id, raw)
       local _, due, prio, _, seq = struct.unpack(HEAD, raw)
       records[#records + 1], records[#records + 2] = id, raw
@@ -316,12 +315,13 @@ local function far_promote(now, budget)
       else
         readies[#readies + 1], readies[#readies + 2] =
           ready_score(prio, due), struct.pack('>i6', seq) .. id
+        ready_raws[#ready_raws + 1] = raw
       end
     end)
     if #records > 0 then
       jobs_put(records)
       if #delayed > 0 then zadd_many(K_DELAYED, delayed) end
-      if #readies > 0 then zadd_many(K_READY, readies) end
+      ready_add(readies, ready_raws)
       made = made + #readies / 2
     end
   end

@@ -1,12 +1,12 @@
--- lib/8_timer.lua: what the reserve path does besides leasing: the bounded upkeep
+-- lib/9_timer.lua: what the reserve path does besides leasing: the bounded upkeep
 -- of the shard, and the shard's timer (KEYS[12]: which waiting consumer times the
 -- shard's next change; reserve.lua takes it, handover.lua hands it on).
 -- Defines: TIMER_LEASE, BACKUP_SLACK, EXPIRE_BATCH, PROMOTE_BATCH, PROMOTE_MAX, STALE_ROUNDS,
 --   timer_holder, hand_over_timer (the hand-over), upkeep.
 -- Uses: K_DELAYED, K_READY, K_LEASED, K_FORGET, K_TIMER (1_keys); the states,
---   HEAD, state_of, unpack_job, ready_score (2_record); call_chunked, zadd_many,
---   wake (4_batched); jobs_raw, jobs_del (5_jobs); far_promote, FAR_SLICE (6_far);
---   expire (7_transitions).
+--   HEAD, state_of, unpack_job, ready_score (2_record); call_chunked, wake (4_batched);
+--   jobs_raw, jobs_del (5_jobs); ready_add (6_flow); far_promote, FAR_SLICE (7_far);
+--   expire (8_transitions).
 -- Python twin: none; core.py keeps which shards' timers a waiter holds (reserve's
 --   reply) and calls handover for them when it stops waiting.
 
@@ -58,15 +58,16 @@ local function upkeep(now, promote)
   end
   local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0,
                         promote or PROMOTE_BATCH)
-  local adds = {}
+  local adds, added = {}, {}
   raws = jobs_raw(due)
   for i, id in ipairs(due) do
     if raws[i] and state_of(raws[i]) == PENDING then
       local _, at, prio, _, seq = struct.unpack(HEAD, raws[i])
       adds[#adds + 1], adds[#adds + 2] = ready_score(prio, at), struct.pack('>i6', seq) .. id
+      added[#added + 1] = raws[i]
     end
   end
-  zadd_many(K_READY, adds)
+  ready_add(adds, added)
   call_chunked('ZREM', K_DELAYED, due)
   made = made + #adds / 2
   local forgotten = redis.call('ZRANGEBYSCORE', K_FORGET, '-inf', now, 'LIMIT', 0, PROMOTE_BATCH)

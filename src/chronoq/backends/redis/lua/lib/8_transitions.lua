@@ -1,10 +1,11 @@
--- lib/7_transitions.lua: the moves that several functions share: a job into or out
+-- lib/8_transitions.lua: the moves that several functions share: a job into or out
 -- of its state's index, to dead, a lapsed lease back to ready, gone.
 -- Defines: index_pending, place_pending, unindex, kill, expire, current, remove, lease_of.
 -- Uses: K_DELAYED, K_READY, K_LEASED, K_DEAD, K_FORGET (1_keys); the states,
 --   pack_job, ready_member, ready_score (2_record); emit (3_events); wake
---   (4_batched); load_job, job_put, jobs_del (5_jobs); far_bucket, far_locate,
---   far_remove, far_add, far_flush (6_far).
+--   (4_batched); load_job, job_put, jobs_del (5_jobs); ready_add_one, ready_rem,
+--   lease_ended, group_of (6_flow); far_bucket, far_locate,
+--   far_remove, far_add, far_flush (7_far).
 -- Python twin: chronoq.states: lease_expired_error (the error expire writes),
 --   observed_state (what a reader sees of a lease that lapsed before expire ran).
 
@@ -13,7 +14,7 @@ local function index_pending(id, j, now)
   if j.due > now then
     redis.call('ZADD', K_DELAYED, j.due, id)
   else
-    redis.call('ZADD', K_READY, ready_score(j.prio, j.due), ready_member(j, id))
+    ready_add_one(ready_score(j.prio, j.due), ready_member(j, id), j.payload)
   end
 end
 
@@ -40,9 +41,10 @@ local function unindex(id, j)
     j.far = nil
   elseif j.state == PENDING then
     redis.call('ZREM', K_DELAYED, id)
-    redis.call('ZREM', K_READY, ready_member(j, id))
+    ready_rem(ready_member(j, id), j.payload)
   elseif j.state == RESERVED then
     redis.call('ZREM', K_LEASED, id)
+    lease_ended(group_of(j.payload))
   elseif j.state == DEAD then
     redis.call('ZREM', K_DEAD, id)
   elseif j.state == REMEMBERED then
@@ -62,13 +64,14 @@ end
 -- Returns 1 when the job became ready.
 local function expire(id, j, now)
   redis.call('ZREM', K_LEASED, id)
+  lease_ended(group_of(j.payload))
   if j.att >= j.max then
     kill(id, j, now, 'dead', 'lease expired on attempt ' .. j.att .. ' of ' .. j.max)
     return 0
   end
   j.state, j.at, j.lease = PENDING, j.due, ''
   job_put(id, pack_job(j))
-  redis.call('ZADD', K_READY, ready_score(j.prio, j.due), ready_member(j, id))
+  ready_add_one(ready_score(j.prio, j.due), ready_member(j, id), j.payload)
   emit('expire', id, j)
   return 1
 end

@@ -1,0 +1,320 @@
+-- lib/6_flow.lua: flow control (docs/contract.md §10): the groups of a shard that
+-- has them, their turns, their limits and the topic's, their counts.
+-- Defines: flow_on, flow_enable, group_of, group_of_raw, group_wake, ready_add, ready_add_one,
+--   ready_rem, lease_ended, flow_lease, flow_next_at, flow_release_all.
+-- Uses: K_READY, K_LEASED, NOW_US, CALL_NO (1_keys); the states, HEAD, F_TTR .. F_ERR,
+--   DEFAULT_TTR, lease_record (2_record); emit_event (3_events); call_chunked,
+--   zadd_many, wake (4_batched); job_raw (5_jobs).
+-- Python twin: chronoq.limits (Rule.pack is the rule text read here, shard_share
+--   the share computed by rule_share, refilled the bucket), redis/flow.py.
+--
+-- A shard is under flow control from its first job with a group (put.lua is told
+-- by the client), its first limit or its first paused group (flow.lua); before
+-- that no key below exists and every path costs one EXISTS more than without it.
+-- The default group ('': jobs without one) keeps its due jobs in ready (KEYS[3]);
+-- every other key sits beside it, under its hash tag:
+--   ready>f  HASH  'turns' (jobs handed out: the groups' clock), 'leased' (the
+--                  shard's live leases), 'queued' (due jobs of named groups), 'tokens', 'since' (the topic's bucket),
+--                  'rule', 'default' (Rule.pack texts), 'shard' ('<n>:<shards>')
+--   ready>q<g> ZSET group g's due jobs, as ready holds the default group's
+--   ready>t  ZSET  groups with due jobs that may be served now, by last turn served
+--   ready>k  ZSET  groups with due jobs, by how many (the largest backlogs)
+--   ready>n  HASH  group -> the turn it was last served at (a group keeps its place)
+--   ready>w  ZSET  groups waiting for a token, by when it comes (ms)
+--   ready>s  SET   groups waiting for one of their leases to end
+--   ready>l  HASH  group -> its live leases
+--   ready>b  HASH  group -> '<tokens>:<since ms>', its bucket
+--   ready>p  SET   paused groups
+--   ready>r  HASH  group -> its own rule
+
+local flow_call, flow_is = -1, false
+local function fk(suffix) return K_READY .. '>' .. suffix end
+
+-- Whether this shard is under flow control (read once per call).
+local function flow_on()
+  if flow_call ~= CALL_NO then
+    flow_call, flow_is = CALL_NO, redis.call('EXISTS', fk('f')) == 1
+  end
+  return flow_is
+end
+
+local function flow_enable()
+  if flow_on() then return end
+  local leased = redis.call('ZCARD', K_LEASED)
+  redis.call('HSET', fk('f'), 'turns', 0, 'leased', leased)
+  if leased > 0 then redis.call('HSET', fk('l'), '', leased) end
+  local ready = redis.call('ZCARD', K_READY)
+  if ready > 0 then
+    redis.call('ZADD', fk('t'), 0, '')
+    redis.call('ZADD', fk('k'), ready, '')
+  end
+  flow_is = true
+end
+
+-- The group named in a record's payload part from `pos` ('' for none): a trace
+-- context (byte 1, then 25 bytes) may come first (codec.py: split_payload).
+local function group_of(part, pos)
+  pos = pos or 1
+  local lead = string.byte(part, pos)
+  if lead == 1 then
+    pos = pos + 26
+    lead = string.byte(part, pos)
+  end
+  if lead ~= 2 then return '' end
+  return string.sub(part, pos + 2, pos + 1 + string.byte(part, pos + 1))
+end
+
+local function group_of_raw(raw)
+  local sf = string.byte(raw, 1)
+  local state, flags, pos = math.floor(sf / 32), sf % 32, 22
+  if bit.band(flags, F_TTR) ~= 0 then pos = pos + 6 end
+  if bit.band(flags, F_MAX) ~= 0 then pos = pos + 4 end
+  if bit.band(flags, F_ATT) ~= 0 then pos = pos + 4 end
+  if bit.band(flags, F_UF) ~= 0 then pos = pos + 6 end
+  if state ~= PENDING then pos = pos + 6 end
+  if state == RESERVED then pos = pos + 1 + string.byte(raw, pos) end
+  if bit.band(flags, F_ERR) ~= 0 then pos = pos + 2 + struct.unpack('>I2', raw, pos) end
+  return group_of(raw, pos)
+end
+
+local function ready_key(g)
+  if g == '' then return K_READY end
+  return fk('q') .. g
+end
+
+-- A group with due jobs takes its place in the turns, unless paused or waiting.
+local function group_wake(g)
+  if redis.call('ZSCORE', fk('k'), g) == false then return end
+  if redis.call('SISMEMBER', fk('p'), g) == 1 or redis.call('SISMEMBER', fk('s'), g) == 1
+    or redis.call('ZSCORE', fk('w'), g) ~= false then return end
+  local turn = redis.call('HGET', fk('n'), g) or 0
+  redis.call('ZADD', fk('t'), 'NX', turn, g)
+end
+
+-- Due jobs into ready: score/member pairs and, for each, its record.
+local function ready_add(pairs, raws)
+  if #pairs == 0 then return end
+  if not flow_on() then
+    zadd_many(K_READY, pairs)
+    return
+  end
+  local by_group, order = {}, {}
+  for i = 1, #raws do
+    local g = group_of_raw(raws[i])
+    local list = by_group[g]
+    if not list then
+      list = {}
+      by_group[g], order[#order + 1] = list, g
+    end
+    list[#list + 1], list[#list + 2] = pairs[2 * i - 1], pairs[2 * i]
+  end
+  for _, g in ipairs(order) do
+    local list = by_group[g]
+    zadd_many(ready_key(g), list)
+    redis.call('ZINCRBY', fk('k'), #list / 2, g)
+    if g ~= '' then redis.call('HINCRBY', fk('f'), 'queued', #list / 2) end
+    group_wake(g)
+  end
+end
+
+-- One due job into ready, by its payload part (a record's, unpack_job's j.payload).
+local function ready_add_one(score, member, part)
+  if not flow_on() then
+    redis.call('ZADD', K_READY, score, member)
+    return
+  end
+  local g = group_of(part)
+  redis.call('ZADD', ready_key(g), score, member)
+  redis.call('ZINCRBY', fk('k'), 1, g)
+  if g ~= '' then redis.call('HINCRBY', fk('f'), 'queued', 1) end
+  group_wake(g)
+end
+
+-- A ready member of group g gone (from a record's payload part: group_of).
+local function group_left(g, n)
+  if g ~= '' then redis.call('HINCRBY', fk('f'), 'queued', -n) end
+  if tonumber(redis.call('ZINCRBY', fk('k'), -n, g)) <= 0 then
+    redis.call('ZREM', fk('k'), g)
+    redis.call('ZREM', fk('t'), g)
+  end
+end
+
+local function ready_rem(member, part)
+  if not flow_on() then
+    redis.call('ZREM', K_READY, member)
+    return
+  end
+  local g = group_of(part)
+  if redis.call('ZREM', ready_key(g), member) == 1 then group_left(g, 1) end
+end
+
+-- A rule's fields from its text (chronoq.limits.Rule.pack): nil when unset.
+local function rule_of(text)
+  local r = {}
+  if not text or text == '' then return r end
+  local rate, per, burst, conc = string.match(text, '^([^:]*):([^:]*):([^:]*):([^:]*)$')
+  r.rate, r.per, r.burst, r.conc = tonumber(rate), tonumber(per), tonumber(burst), tonumber(conc)
+  return r
+end
+
+local function rule_over(own, base)
+  local r = {}
+  for _, name in ipairs({'rate', 'per', 'burst', 'conc'}) do
+    r[name] = own[name]
+    if r[name] == nil then r[name] = base[name] end
+  end
+  return r
+end
+
+-- What shard n of `shards` enforces of a rule (chronoq.limits.shard_share):
+-- the rate and the bucket over the shards, the leases split so that the first
+-- conc mod shards shards counted from `salt` (the group's) take one more.
+local function rule_share(r, n, shards, salt)
+  local s = {per = r.per or 1}
+  if r.rate then
+    local bucket = r.burst or math.min(math.max(1, math.floor(r.rate + 0.5)), 1000000)
+    s.rate, s.bucket = r.rate / shards, math.max(1, math.floor(bucket / shards))
+  end
+  if r.conc then
+    s.conc = math.floor(r.conc / shards)
+    if (n - salt) % shards < r.conc % shards then s.conc = s.conc + 1 end
+  end
+  return s
+end
+
+local function salt_of(g, shards)
+  local sum = 0
+  for i = 1, #g do sum = sum + string.byte(g, i) end
+  return sum % shards
+end
+
+local function refill(tokens, since, now, s)
+  if not tokens then return s.bucket end
+  return math.min(s.bucket, tokens + math.max(now - since, 0) * s.rate / (s.per * 1000))
+end
+
+local function token_wait(tokens, s) return (1 - tokens) * s.per * 1000 / s.rate end
+
+-- A lease of group g ended (ack, nack, bury, release, expiry, delete): its slot
+-- is free in this same step, and a consumer held up by a limit on leases woken.
+local function lease_ended(g)
+  if not flow_on() then return end
+  if redis.call('HINCRBY', fk('l'), g, -1) <= 0 then redis.call('HDEL', fk('l'), g) end
+  redis.call('HINCRBY', fk('f'), 'leased', -1)
+  if redis.call('SREM', fk('s'), g) == 1 then group_wake(g) end
+  wake(1)
+end
+
+-- Every waiting group looked at anew (limits changed, a group resumed).
+local function flow_release_all()
+  local waiting = redis.call('SMEMBERS', fk('s'))
+  local tokens = redis.call('ZRANGE', fk('w'), 0, -1)
+  redis.call('DEL', fk('s'), fk('w'))
+  for _, g in ipairs(waiting) do group_wake(g) end
+  for _, g in ipairs(tokens) do group_wake(g) end
+end
+
+-- Lease up to `count` due jobs, one per turn from the group served least
+-- recently among those that may be, within the topic's and each group's share
+-- of their limits. Appends each job to `out` (id, record) and to the
+-- reserve's writes; returns how many.
+local function flow_lease(count, ttr_override, lease, now, out, records, leased)
+  local f = fk('f')
+  local st = redis.call('HMGET', f, 'turns', 'leased', 'tokens', 'since', 'rule', 'default',
+                        'shard')
+  local turns, live = tonumber(st[1]) or 0, tonumber(st[2]) or 0
+  local shard, shards = string.match(st[7] or '0:1', '^(%d+):(%d+)$')
+  shard, shards = tonumber(shard), tonumber(shards)
+  local topic = rule_share(rule_of(st[5]), shard, shards, 0)
+  local default = rule_of(st[6])
+  local room, tokens = count, nil
+  if topic.conc then room = math.min(room, topic.conc - live) end
+  if topic.rate then
+    tokens = refill(tonumber(st[3]), tonumber(st[4]), now, topic)
+    room = math.min(room, math.floor(tokens))
+  end
+  local due = redis.call('ZRANGEBYSCORE', fk('w'), '-inf', now)
+  if #due > 0 then
+    call_chunked('ZREM', fk('w'), due)
+    for _, g in ipairs(due) do group_wake(g) end
+  end
+  local n = 0
+  while n < room do
+    local g = redis.call('ZRANGE', fk('t'), 0, 0)[1]
+    if not g then break end
+    local own = g ~= '' and redis.call('HGET', fk('r'), g)
+    local rule = rule_share(rule_over(rule_of(own or nil), default), shard, shards,
+                            salt_of(g, shards))
+    local bucket = nil
+    if rule.conc and (tonumber(redis.call('HGET', fk('l'), g)) or 0) >= rule.conc then
+      redis.call('ZREM', fk('t'), g)
+      redis.call('SADD', fk('s'), g)
+    else
+      if rule.rate then
+        local held = redis.call('HGET', fk('b'), g)
+        local t, since = nil, nil
+        if held then t, since = string.match(held, '^([^:]+):(%d+)$') end
+        bucket = refill(tonumber(t), tonumber(since), now, rule)
+        if bucket < 1 then
+          redis.call('ZREM', fk('t'), g)
+          redis.call('ZADD', fk('w'), now + math.max(1, math.ceil(token_wait(bucket, rule))), g)
+          redis.call('HSET', fk('b'), g, bucket .. ':' .. now)
+        end
+      end
+      if not bucket or bucket >= 1 then
+        local key = ready_key(g)
+        local member = redis.call('ZRANGE', key, 0, 0)[1]
+        if member then
+          redis.call('ZREM', key, member)
+          group_left(g, 1)
+        else -- a count that went wrong: mended rather than trusted
+          redis.call('ZREM', fk('k'), g)
+          redis.call('ZREM', fk('t'), g)
+        end
+        local id = member and string.sub(member, 7)
+        local raw = id and job_raw(id)
+        local sf, jdue, prio, _, seq
+        if raw then sf, jdue, prio, _, seq = struct.unpack(HEAD, raw) end
+        -- a stale member (its record gone, not pending, of another put) is dropped
+        if raw and sf < 32 and seq == struct.unpack('>i6', member) then
+          n = n + 1
+          local ttr = ttr_override
+          if ttr <= 0 then
+            ttr = DEFAULT_TTR
+            if bit.band(sf, F_TTR) ~= 0 then ttr = struct.unpack('>I6', raw, 22) end
+          end
+          local record, att = lease_record(raw, now + ttr, lease)
+          records[2 * n - 1], records[2 * n] = id, record
+          leased[2 * n - 1], leased[2 * n] = now + ttr, id
+          emit_event('reserve', id, att, jdue, prio)
+          out[2 * n + 2], out[2 * n + 3] = id, record
+          turns = turns + 1
+          redis.call('HSET', fk('n'), g, turns)
+          redis.call('ZADD', fk('t'), 'XX', turns, g)
+          redis.call('HINCRBY', fk('l'), g, 1)
+          if bucket then redis.call('HSET', fk('b'), g, (bucket - 1) .. ':' .. now) end
+        end
+      end
+    end
+  end
+  local writes = {'turns', turns, 'leased', live + n}
+  if tokens then
+    writes[5], writes[6], writes[7], writes[8] = 'tokens', tokens - n, 'since', now
+  end
+  redis.call('HSET', f, unpack(writes))
+  return n
+end
+
+-- When a token lets a job of this shard go (ms), or nil: the topic's bucket
+-- when it is empty, else the first group waiting for one.
+local function flow_next_at(now)
+  local st = redis.call('HMGET', fk('f'), 'tokens', 'since', 'rule', 'shard')
+  local shard, shards = string.match(st[4] or '0:1', '^(%d+):(%d+)$')
+  local topic = rule_share(rule_of(st[3]), tonumber(shard), tonumber(shards), 0)
+  if topic.rate then
+    local tokens = refill(tonumber(st[1]), tonumber(st[2]), now, topic)
+    if tokens < 1 then return now + math.ceil(token_wait(tokens, topic)) end
+  end
+  local first = redis.call('ZRANGE', fk('w'), 0, 0, 'WITHSCORES')[2]
+  return first and tonumber(first)
+end

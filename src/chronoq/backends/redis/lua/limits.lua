@@ -1,0 +1,30 @@
+-- limits: store a topic's limits on this shard (docs/contract.md §10; every shard
+-- holds the same, each enforcing its share: lib/6_flow.lua, rule_share).
+-- KEYS: the shard keys (see lib/1_keys.lua).
+-- ARGV: [1] event cap, [2] this shard's place '<shard>:<shards>', [3] the topic's
+--   rule (chronoq.limits.Rule.pack; '' for none), [4] every group's default ('' for
+--   none), [5] a group whose own rule is written ('' for none), [6] that rule ('' to
+--   clear it), [7] the buckets full again, their rule changed: any of 't' (the
+--   topic's), 'd' (every group's), 'g' (the group's)
+-- Returns: 1. The shard is under flow control from here on; every waiting group
+--   is looked at anew, and a waiting consumer woken.
+-- Events: none.
+flow_enable()
+local f = K_READY .. '>f'
+redis.call('HSET', f, 'shard', ARGV[2], 'rule', ARGV[3], 'default', ARGV[4])
+local group, resets = ARGV[5], ARGV[7]
+if group ~= '' then
+  if ARGV[6] == '' then
+    redis.call('HDEL', K_READY .. '>r', group)
+  else
+    redis.call('HSET', K_READY .. '>r', group, ARGV[6])
+  end
+end
+if string.find(resets, 't', 1, true) then redis.call('HDEL', f, 'tokens', 'since') end
+if string.find(resets, 'd', 1, true) then redis.call('DEL', K_READY .. '>b') end
+if group ~= '' and string.find(resets, 'g', 1, true) then
+  redis.call('HDEL', K_READY .. '>b', group)
+end
+flow_release_all()
+wake(1)
+return 1
