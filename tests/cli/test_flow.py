@@ -118,7 +118,7 @@ def test_stats_by_group(run: Run, run_json: Json, topic: str) -> None:
 
 def test_stats_by_group_of_an_empty_topic(run: Run, topic: str) -> None:
     result = run("stats", topic, "--groups")
-    assert result.exit_code == 0 and "no group has due jobs or live leases" in result.stdout
+    assert result.exit_code == 0 and "no group has due jobs or is paused" in result.stdout
 
 
 @pytest.mark.parametrize(

@@ -320,7 +320,7 @@ def groups_table(groups: list[dict[str, Any]]) -> Table:
         counts = [str(row[state]) for state in ("ready", "reserved")]
         table.add_row(name, *counts, "yes" if row["paused"] else "no")
     if not groups:
-        table.caption = "no group has due jobs or live leases, or is paused"
+        table.caption = "no group has due jobs or is paused"
     elif len(groups) >= GROUPS_SHOWN:
         table.caption = f"only the {GROUPS_SHOWN} largest backlogs are shown"
     return table
