@@ -41,6 +41,19 @@ def limits(core: RedisCore, topic: str) -> Steps[Limits]:
     )
 
 
+def _flags(limits: Limits) -> str:
+    """What the shards must keep for these limits (lua/lib/6_flow.lua, flow_flags):
+    't' the topic's leases, 'g' each group's, 'r' groups waiting for a token, 'o'
+    groups with rules of their own."""
+    rules = [limits.default, *limits.groups.values()]
+    return (
+        "t" * (limits.topic_rule.concurrency is not None)
+        + "g" * any(rule.concurrency is not None for rule in rules)
+        + "r" * any(rule.rate is not None for rule in rules)
+        + "o" * bool(limits.groups)
+    )
+
+
 def _store(core: RedisCore, old: Limits, new: Limits, group: str | None) -> Steps[None]:
     resets = "t" * (new.topic_rule != old.topic_rule) + "d" * (new.default != old.default)
     own = ""
@@ -48,11 +61,9 @@ def _store(core: RedisCore, old: Limits, new: Limits, group: str | None) -> Step
         rule = new.groups.get(group)
         own = "" if rule is None else _text(rule)
         resets += "g" * (rule != old.groups.get(group))
-    shards = core.shards
-    calls = (
-        (n, [f"{n}:{shards}", _text(new.topic_rule), _text(new.default), group or "", own, resets])
-        for n in range(shards)
-    )
+    shards, flags = core.shards, _flags(new)
+    rules = [_text(new.topic_rule), _text(new.default), group or "", own, resets, flags]
+    calls = ((n, [f"{n}:{shards}", *rules]) for n in range(shards))
     yield from core.run_many("limits", new.topic, calls)
 
 

@@ -38,7 +38,7 @@ _TOPIC_SQL = (
 )
 _NEXT_GROUP_SQL = (
     "SELECT rowid, grp, leased, tokens, refilled_at, rule FROM flow_groups "
-    "WHERE topic = ? AND ready > 0 AND paused = 0 AND held = 0 ORDER BY turn LIMIT 1"
+    "WHERE topic = ? AND ready > 0 AND paused = 0 AND held = 0 ORDER BY turn LIMIT 2"
 )
 
 
@@ -94,14 +94,18 @@ def reserve_in_turns(
     )
     jobs: list[Reservation] = []
     while len(jobs) < room:
-        group = db.execute(_NEXT_GROUP_SQL, (topic,)).fetchone()
-        if group is None:
+        heads = db.execute(_NEXT_GROUP_SQL, (topic,)).fetchall()
+        if not heads:
             break
-        rowid, name, group_leased, group_tokens, group_since, own = group
+        rowid, name, group_leased, group_tokens, group_since, own = heads[0]
         rule = default if own is None else Rule.unpack(own).over(default)
-        if rule.concurrency is not None and group_leased >= rule.concurrency:
-            db.execute("UPDATE flow_groups SET held = ? WHERE rowid = ?", (_NO_SLOT, rowid))
-            continue
+        # one job a turn; a group alone in the turns takes what its limits allow
+        cap = room - len(jobs) if len(heads) == 1 else 1
+        if rule.concurrency is not None:
+            if group_leased >= rule.concurrency:
+                db.execute("UPDATE flow_groups SET held = ? WHERE rowid = ?", (_NO_SLOT, rowid))
+                continue
+            cap = min(cap, rule.concurrency - group_leased)
         if rule.rate is not None:
             group_tokens, group_since = refilled(group_tokens, group_since, now, rule), now
             if group_tokens < 1:
@@ -111,12 +115,14 @@ def reserve_in_turns(
                     (held, group_tokens, now, rowid),
                 )
                 continue
-            group_tokens -= 1
-        rows = db.execute(READY_SQL, (topic, name or None, 1)).fetchall()
+            cap = min(cap, math.floor(group_tokens))
+        rows = db.execute(READY_SQL, (topic, name or None, cap)).fetchall()
         if not rows:  # a count that went wrong: mended rather than trusted
             db.execute("UPDATE flow_groups SET ready = 0 WHERE rowid = ?", (rowid,))
             continue
         jobs += lease_rows(db, log, topic, rows, ttr_ms, now)
+        if group_tokens is not None and rule.rate is not None:
+            group_tokens -= len(rows)
         turns += 1
         db.execute(
             "UPDATE flow_groups SET turn = ?, tokens = ?, refilled_at = ? WHERE rowid = ?",

@@ -4,7 +4,7 @@
 -- Returns: the ids whose lease was lost (expired, reserved again, or gone).
 -- Events: ack, for each job acked.
 local now = now_ms()
-local lost, gone, seen, ids = {}, {}, {}, {}
+local lost, gone, seen, ids, ended = {}, {}, {}, {}, {}
 for b = 2, #ARGV, 2 do ids[#ids + 1] = ARGV[b] end
 local raws = jobs_raw(ids)
 for i, id in ipairs(ids) do
@@ -17,7 +17,10 @@ for i, id in ipairs(ids) do
       remove(id, unpack_job(raw), now) -- remembered for unique_for: its own writes
     else
       gone[#gone + 1] = id
-      if flow_on() then lease_ended(group_of_raw(raw)) end
+      if flow_on() and flow_flags() ~= '' then
+        local g = group_of_raw(raw)
+        ended[g] = (ended[g] or 0) + 1
+      end
     end
     emit_event('ack', id, att, due, prio)
   else
@@ -26,4 +29,5 @@ for i, id in ipairs(ids) do
 end
 call_chunked('ZREM', K_LEASED, gone)
 jobs_del(gone)
+if next(ended) then leases_ended(ended) end
 return lost

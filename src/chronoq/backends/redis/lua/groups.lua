@@ -18,11 +18,26 @@ for _, g in ipairs(redis.call('SMEMBERS', K_READY .. '>p')) do
     ready[g] = tonumber(redis.call('ZSCORE', k, g)) or 0
   end
 end
+-- live leases: kept per group under a group concurrency, else counted here from
+-- the leased set (a read of every lease's record: a stats call, not a hot path)
+local leases = {}
+if flags_have('g') then
+  for _, g in ipairs(names) do leases[g] = tonumber(redis.call('HGET', K_READY .. '>l', g)) end
+elseif #names > 0 then
+  local ids = redis.call('ZRANGE', K_LEASED, 0, -1)
+  local raws = jobs_raw(ids)
+  for i = 1, #ids do
+    if raws[i] then
+      local g = group_of_raw(raws[i])
+      leases[g] = (leases[g] or 0) + 1
+    end
+  end
+end
 local out = {}
 for _, g in ipairs(names) do
   out[#out + 1] = g
   out[#out + 1] = ready[g]
-  out[#out + 1] = tonumber(redis.call('HGET', K_READY .. '>l', g)) or 0
+  out[#out + 1] = leases[g] or 0
   out[#out + 1] = redis.call('SISMEMBER', K_READY .. '>p', g)
 end
 return out

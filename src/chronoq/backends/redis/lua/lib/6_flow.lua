@@ -1,20 +1,20 @@
--- lib/6_flow.lua: flow control (docs/contract.md §10): the groups of a shard that
--- has them, their turns, their limits and the topic's, their counts.
--- Defines: flow_on, flow_enable, group_of, group_of_raw, group_wake, ready_add, ready_add_one,
---   ready_rem, lease_ended, flow_lease, flow_next_at, flow_release_all.
--- Uses: K_READY, K_LEASED, NOW_US, CALL_NO (1_keys); the states, HEAD, F_TTR .. F_ERR,
---   DEFAULT_TTR, lease_record (2_record); emit_event (3_events); call_chunked,
---   zadd_many, wake (4_batched); job_raw (5_jobs).
--- Python twin: chronoq.limits (Rule.pack is the rule text read here, shard_share
---   the share computed by rule_share, refilled the bucket), redis/flow.py.
---
--- A shard is under flow control from its first job with a group (put.lua is told
--- by the client), its first limit or its first paused group (flow.lua); before
--- that no key below exists and every path costs one EXISTS more than without it.
--- The default group ('': jobs without one) keeps its due jobs in ready (KEYS[3]);
--- every other key sits beside it, under its hash tag:
---   ready>f  HASH  'turns' (jobs handed out: the groups' clock), 'leased' (the
---                  shard's live leases), 'queued' (due jobs of named groups), 'tokens', 'since' (the topic's bucket),
+-- lib/6_flow.lua: flow control (docs/contract.md §10): a shard's groups, their turns,
+-- their limits and the topic's, their counts.
+-- Defines: flow_on, flow_flags, flow_enable, group_of, group_of_raw, group_wake, ready_add,
+--   ready_add_one, ready_rem, turn_leave, leases_ended, lease_ended, flow_lease,
+--   flow_next_at, flow_release_all.
+-- Uses: K_READY, K_LEASED, CALL_NO (1_keys); the states, HEAD, F_TTR .. F_ERR, DEFAULT_TTR,
+--   lease_record (2_record); emit_event (3_events); call_chunked, zadd_many, wake
+--   (4_batched); job_raw, jobs_raw (5_jobs).
+-- Python twin: chronoq.limits (Rule.pack: the rule texts; shard_share: rule_share;
+--   refilled: refill), redis/flow.py.
+-- A shard is under flow control from its first job with a group (put.lua is told by the
+-- client), its first limit or its first paused group; before that no key below exists
+-- and a path costs one EXISTS more. The default group ('': jobs without one) keeps its
+-- due jobs in ready (KEYS[3]); every other key sits beside it, under its hash tag:
+--   ready>f  HASH  'turns' (jobs handed out: the groups' clock), 'flags' (flow_flags),
+--                  'leased' (the shard's live leases, kept with flag 't'), 'queued' (due
+--                  jobs of named groups), 'tokens', 'since' (the topic's bucket),
 --                  'rule', 'default' (Rule.pack texts), 'shard' ('<n>:<shards>')
 --   ready>q<g> ZSET group g's due jobs, as ready holds the default group's
 --   ready>t  ZSET  groups with due jobs that may be served now, by last turn served
@@ -22,27 +22,37 @@
 --   ready>n  HASH  group -> the turn it was last served at (a group keeps its place)
 --   ready>w  ZSET  groups waiting for a token, by when it comes (ms)
 --   ready>s  SET   groups waiting for one of their leases to end
---   ready>l  HASH  group -> its live leases
+--   ready>l  HASH  group -> its live leases (kept with flag 'g')
 --   ready>b  HASH  group -> '<tokens>:<since ms>', its bucket
 --   ready>p  SET   paused groups
 --   ready>r  HASH  group -> its own rule
 
-local flow_call, flow_is = -1, false
+local flow_call, flow_is, flags_call, flags_are = -1, false, -1, ''
 local function fk(suffix) return K_READY .. '>' .. suffix end
 
--- Whether this shard is under flow control (read once per call).
-local function flow_on()
+local function flow_on() -- read once per call
   if flow_call ~= CALL_NO then
     flow_call, flow_is = CALL_NO, redis.call('EXISTS', fk('f')) == 1
   end
   return flow_is
 end
 
+-- What the shard's limits need kept (limits.lua, from redis/flow.py): 't' the
+-- topic's live leases (a topic concurrency), 'g' each group's (a group
+-- concurrency), 'r' groups waiting for a token (a group rate), 'o' groups with
+-- rules of their own. Without them, a lease's end costs nothing here.
+local function flow_flags()
+  if flags_call ~= CALL_NO then
+    flags_call, flags_are = CALL_NO, redis.call('HGET', fk('f'), 'flags') or ''
+  end
+  return flags_are
+end
+
+local function flags_have(c) return string.find(flow_flags(), c, 1, true) ~= nil end
+
 local function flow_enable()
   if flow_on() then return end
-  local leased = redis.call('ZCARD', K_LEASED)
-  redis.call('HSET', fk('f'), 'turns', 0, 'leased', leased)
-  if leased > 0 then redis.call('HSET', fk('l'), '', leased) end
+  redis.call('HSET', fk('f'), 'turns', 0)
   local ready = redis.call('ZCARD', K_READY)
   if ready > 0 then
     redis.call('ZADD', fk('t'), 0, '')
@@ -77,10 +87,7 @@ local function group_of_raw(raw)
   return group_of(raw, pos)
 end
 
-local function ready_key(g)
-  if g == '' then return K_READY end
-  return fk('q') .. g
-end
+local function ready_key(g) return g == '' and K_READY or fk('q') .. g end
 
 -- A group with due jobs takes its place in the turns, unless paused or waiting.
 local function group_wake(g)
@@ -130,12 +137,22 @@ local function ready_add_one(score, member, part)
   group_wake(g)
 end
 
--- A ready member of group g gone (from a record's payload part: group_of).
-local function group_left(g, n)
-  if g ~= '' then redis.call('HINCRBY', fk('f'), 'queued', -n) end
+-- A group out of the turns (no due job, or waiting): it keeps its place (its turn).
+local function turn_leave(g)
+  local turn = redis.call('ZSCORE', fk('t'), g)
+  if turn then
+    redis.call('HSET', fk('n'), g, turn)
+    redis.call('ZREM', fk('t'), g)
+  end
+end
+
+-- Due jobs of group g gone (n of them): its backlog; `counted` when the caller
+-- counts the named groups' due jobs ('queued') itself.
+local function group_left(g, n, counted)
+  if g ~= '' and not counted then redis.call('HINCRBY', fk('f'), 'queued', -n) end
   if tonumber(redis.call('ZINCRBY', fk('k'), -n, g)) <= 0 then
     redis.call('ZREM', fk('k'), g)
-    redis.call('ZREM', fk('t'), g)
+    turn_leave(g)
   end
 end
 
@@ -148,10 +165,10 @@ local function ready_rem(member, part)
   if redis.call('ZREM', ready_key(g), member) == 1 then group_left(g, 1) end
 end
 
--- A rule's fields from its text (chronoq.limits.Rule.pack): nil when unset.
+-- A rule's fields from its text (chronoq.limits.Rule.pack), nil where unset.
 local function rule_of(text)
   local r = {}
-  if not text or text == '' then return r end
+  if not text or text == '' then return r end -- unset
   local rate, per, burst, conc = string.match(text, '^([^:]*):([^:]*):([^:]*):([^:]*)$')
   r.rate, r.per, r.burst, r.conc = tonumber(rate), tonumber(per), tonumber(burst), tonumber(conc)
   return r
@@ -159,10 +176,7 @@ end
 
 local function rule_over(own, base)
   local r = {}
-  for _, name in ipairs({'rate', 'per', 'burst', 'conc'}) do
-    r[name] = own[name]
-    if r[name] == nil then r[name] = base[name] end
-  end
+  for _, name in ipairs({'rate', 'per', 'burst', 'conc'}) do r[name] = own[name] or base[name] end
   return r
 end
 
@@ -195,15 +209,30 @@ end
 
 local function token_wait(tokens, s) return (1 - tokens) * s.per * 1000 / s.rate end
 
--- A lease of group g ended (ack, nack, bury, release, expiry, delete): its slot
--- is free in this same step, and a consumer held up by a limit on leases woken.
-local function lease_ended(g)
-  if not flow_on() then return end
-  if redis.call('HINCRBY', fk('l'), g, -1) <= 0 then redis.call('HDEL', fk('l'), g) end
-  redis.call('HINCRBY', fk('f'), 'leased', -1)
-  if redis.call('SREM', fk('s'), g) == 1 then group_wake(g) end
-  wake(1)
+-- Leases of groups ended (ack, nack, bury, release, expiry, delete): `ended` maps a
+-- group to how many. Their slots are free in this same step, and a consumer woken
+-- when a limit on leases may have held one up.
+local function leases_ended(ended)
+  if not flow_on() or flow_flags() == '' then return end
+  local total, woke = 0, false
+  for g, k in pairs(ended) do
+    total = total + k
+    if flags_have('g') then
+      if redis.call('HINCRBY', fk('l'), g, -k) <= 0 then redis.call('HDEL', fk('l'), g) end
+      if redis.call('SREM', fk('s'), g) == 1 then
+        group_wake(g)
+        woke = true
+      end
+    end
+  end
+  if flags_have('t') then
+    redis.call('HINCRBY', fk('f'), 'leased', -total)
+    woke = true
+  end
+  if woke then wake(1) end
 end
+
+local function lease_ended(g) leases_ended({[g] = 1}) end
 
 -- Every waiting group looked at anew (limits changed, a group resumed).
 local function flow_release_all()
@@ -214,95 +243,144 @@ local function flow_release_all()
   for _, g in ipairs(tokens) do group_wake(g) end
 end
 
--- Lease up to `count` due jobs, one per turn from the group served least
--- recently among those that may be, within the topic's and each group's share
--- of their limits. Appends each job to `out` (id, record) and to the
--- reserve's writes; returns how many.
+-- Pop up to k due jobs of a group and lease those still pending (a stale member,
+-- whose record is gone, not pending or of another put, is dropped). Returns the
+-- reserve's count after them, and how many members were popped.
+local function take(key, k, now, call)
+  local popped = redis.call('ZPOPMIN', key, k)
+  local ids, members = {}, {}
+  for i = 1, #popped, 2 do
+    members[#members + 1] = popped[i]
+    ids[#ids + 1] = string.sub(popped[i], 7)
+  end
+  local raws = jobs_raw(ids)
+  local n = call.n
+  for i, id in ipairs(ids) do
+    local raw, sf, due, prio, _, seq = raws[i], nil, nil, nil, nil, nil
+    if raw then sf, due, prio, _, seq = struct.unpack(HEAD, raw) end
+    if raw and sf < 32 and seq == struct.unpack('>i6', members[i]) then
+      n = n + 1
+      local ttr = call.ttr
+      if ttr <= 0 then
+        ttr = DEFAULT_TTR
+        if bit.band(sf, F_TTR) ~= 0 then ttr = struct.unpack('>I6', raw, 22) end
+      end
+      local record, att = lease_record(raw, now + ttr, call.lease)
+      call.records[2 * n - 1], call.records[2 * n] = id, record
+      call.leased[2 * n - 1], call.leased[2 * n] = now + ttr, id
+      emit_event('reserve', id, att, due, prio)
+      call.out[2 * n + 2], call.out[2 * n + 3] = id, record
+    end
+  end
+  call.n = n
+  return #members
+end
+
+-- Lease up to `count` due jobs, a turn at a time from the group served least
+-- recently among those that may be (one job a turn; a group alone in the turns
+-- takes what its limits allow at once), within the topic's and each group's
+-- share of their limits. Appends each job to `out` (id, record) and to the
+-- reserve's writes (`records`, `leased`); returns how many.
 local function flow_lease(count, ttr_override, lease, now, out, records, leased)
   local f = fk('f')
   local st = redis.call('HMGET', f, 'turns', 'leased', 'tokens', 'since', 'rule', 'default',
-                        'shard')
+                        'shard', 'flags')
+  flags_call, flags_are = CALL_NO, st[8] or ''
   local turns, live = tonumber(st[1]) or 0, tonumber(st[2]) or 0
   local shard, shards = string.match(st[7] or '0:1', '^(%d+):(%d+)$')
   shard, shards = tonumber(shard), tonumber(shards)
   local topic = rule_share(rule_of(st[5]), shard, shards, 0)
   local default = rule_of(st[6])
+  local owned = flags_have('o')
   local room, tokens = count, nil
   if topic.conc then room = math.min(room, topic.conc - live) end
   if topic.rate then
     tokens = refill(tonumber(st[3]), tonumber(st[4]), now, topic)
     room = math.min(room, math.floor(tokens))
   end
-  local due = redis.call('ZRANGEBYSCORE', fk('w'), '-inf', now)
-  if #due > 0 then
-    call_chunked('ZREM', fk('w'), due)
-    for _, g in ipairs(due) do group_wake(g) end
+  if flags_have('r') then
+    local due = redis.call('ZRANGEBYSCORE', fk('w'), '-inf', now)
+    if #due > 0 then
+      call_chunked('ZREM', fk('w'), due)
+      for _, g in ipairs(due) do group_wake(g) end
+    end
   end
-  local n = 0
-  while n < room do
-    local g = redis.call('ZRANGE', fk('t'), 0, 0)[1]
+  local call = {n = 0, ttr = ttr_override, lease = lease, out = out, records = records,
+                leased = leased}
+  local touched, order = {}, {} -- group -> {leased, popped, bucket}
+  -- every group's share of the default, when no group has its own and the
+  -- default's leases need no split by group
+  local common = not owned and not default.conc and rule_share(default, shard, shards, 0)
+  while call.n < room do
+    local head = redis.call('ZRANGE', fk('t'), 0, 1)
+    local g = head[1]
     if not g then break end
-    local own = g ~= '' and redis.call('HGET', fk('r'), g)
-    local rule = rule_share(rule_over(rule_of(own or nil), default), shard, shards,
-                            salt_of(g, shards))
-    local bucket = nil
-    if rule.conc and (tonumber(redis.call('HGET', fk('l'), g)) or 0) >= rule.conc then
-      redis.call('ZREM', fk('t'), g)
-      redis.call('SADD', fk('s'), g)
-    else
-      if rule.rate then
-        local held = redis.call('HGET', fk('b'), g)
-        local t, since = nil, nil
-        if held then t, since = string.match(held, '^([^:]+):(%d+)$') end
-        bucket = refill(tonumber(t), tonumber(since), now, rule)
-        if bucket < 1 then
-          redis.call('ZREM', fk('t'), g)
-          redis.call('ZADD', fk('w'), now + math.max(1, math.ceil(token_wait(bucket, rule))), g)
-          redis.call('HSET', fk('b'), g, bucket .. ':' .. now)
-        end
+    local rule = common
+    if not rule then
+      rule = default
+      if owned and g ~= '' then
+        rule = rule_over(rule_of(redis.call('HGET', fk('r'), g)), default)
       end
-      if not bucket or bucket >= 1 then
-        local key = ready_key(g)
-        local member = redis.call('ZRANGE', key, 0, 0)[1]
-        if member then
-          redis.call('ZREM', key, member)
-          group_left(g, 1)
-        else -- a count that went wrong: mended rather than trusted
-          redis.call('ZREM', fk('k'), g)
-          redis.call('ZREM', fk('t'), g)
-        end
-        local id = member and string.sub(member, 7)
-        local raw = id and job_raw(id)
-        local sf, jdue, prio, _, seq
-        if raw then sf, jdue, prio, _, seq = struct.unpack(HEAD, raw) end
-        -- a stale member (its record gone, not pending, of another put) is dropped
-        if raw and sf < 32 and seq == struct.unpack('>i6', member) then
-          n = n + 1
-          local ttr = ttr_override
-          if ttr <= 0 then
-            ttr = DEFAULT_TTR
-            if bit.band(sf, F_TTR) ~= 0 then ttr = struct.unpack('>I6', raw, 22) end
-          end
-          local record, att = lease_record(raw, now + ttr, lease)
-          records[2 * n - 1], records[2 * n] = id, record
-          leased[2 * n - 1], leased[2 * n] = now + ttr, id
-          emit_event('reserve', id, att, jdue, prio)
-          out[2 * n + 2], out[2 * n + 3] = id, record
-          turns = turns + 1
-          redis.call('HSET', fk('n'), g, turns)
-          redis.call('ZADD', fk('t'), 'XX', turns, g)
-          redis.call('HINCRBY', fk('l'), g, 1)
-          if bucket then redis.call('HSET', fk('b'), g, (bucket - 1) .. ':' .. now) end
-        end
+      rule = rule_share(rule, shard, shards, salt_of(g, shards))
+    end
+    local mine = touched[g]
+    if not mine then
+      mine = {leased = 0, popped = 0}
+      touched[g], order[#order + 1] = mine, g
+    end
+    local cap, full = room - call.n, false
+    if rule.conc then
+      local held = (tonumber(redis.call('HGET', fk('l'), g)) or 0) + mine.leased
+      full = held >= rule.conc
+      cap = math.min(cap, rule.conc - held)
+    end
+    if rule.rate and not mine.bucket then
+      local t, since = string.match(redis.call('HGET', fk('b'), g) or '', '^([^:]+):(%d+)$')
+      mine.bucket = refill(tonumber(t), tonumber(since), now, rule)
+    end
+    if rule.rate then cap = math.min(cap, math.floor(mine.bucket)) end
+    if cap < 1 then -- out of room: it waits for one of its leases to end, or for a token
+      turn_leave(g)
+      if full then
+        redis.call('SADD', fk('s'), g)
+      else
+        redis.call('ZADD', fk('w'), now + math.max(1, math.ceil(token_wait(mine.bucket, rule))), g)
+      end
+    else
+      local before = call.n
+      local k = head[2] and 1 or cap
+      local popped = take(ready_key(g), k, now, call)
+      local got = call.n - before
+      mine.leased, mine.popped = mine.leased + got, mine.popped + popped
+      if mine.bucket then mine.bucket = mine.bucket - got end
+      if popped < k then
+        turn_leave(g) -- no due job left
+      elseif got > 0 then
+        turns = turns + 1
+        redis.call('ZADD', fk('t'), 'XX', turns, g)
       end
     end
   end
-  local writes = {'turns', turns, 'leased', live + n}
+  local queued = 0
+  for _, g in ipairs(order) do
+    local mine = touched[g]
+    if mine.popped > 0 then group_left(g, mine.popped, true) end
+    if g ~= '' then queued = queued + mine.popped end
+    if mine.leased > 0 and flags_have('g') then
+      redis.call('HINCRBY', fk('l'), g, mine.leased)
+    end
+    if mine.bucket then redis.call('HSET', fk('b'), g, mine.bucket .. ':' .. now) end
+  end
+  local writes = {'turns', turns}
+  if queued > 0 then redis.call('HINCRBY', f, 'queued', -queued) end
+  if flags_have('t') then writes[3], writes[4] = 'leased', live + call.n end
   if tokens then
-    writes[5], writes[6], writes[7], writes[8] = 'tokens', tokens - n, 'since', now
+    local w = #writes
+    writes[w + 1], writes[w + 2], writes[w + 3], writes[w + 4] = 'tokens', tokens - call.n,
+      'since', now
   end
   redis.call('HSET', f, unpack(writes))
-  return n
+  return call.n
 end
 
 -- When a token lets a job of this shard go (ms), or nil: the topic's bucket
