@@ -14,6 +14,7 @@ import chronoq.http
 from chronoq import Forecast, Job, JobInfo, JobLease, PutResult, Reservation, State
 from chronoq.backoff import Backoff
 from chronoq.errors import InvalidInput, LeaseLost
+from chronoq.limits import Limits, Rule
 
 
 def now_ms() -> int:
@@ -225,3 +226,26 @@ def test_forecast_as_the_queue_gives_it(api_client: Any, topic: str) -> None:
         api_client.forecast(topic, until=time.time() - 60)  # by the server's store
     with pytest.raises(InvalidInput, match="at most 10000 steps"):
         api_client.forecast(topic, until=time.time() + 20_000, step=1)
+
+
+def test_limits_and_groups_as_the_queue_gives_them(api_client: Any, topic: str) -> None:
+    assert api_client.limits(topic) == Limits(topic)
+    limits = api_client.set_limits(topic, rate=200, burst=20, group_concurrency=2)
+    assert limits.topic_rule == Rule(200.0, None, 20, None)
+    assert limits.default == Rule(None, None, None, 2)
+    limits = api_client.set_limits(topic, group="tenant-42", rate=5, per=60)
+    assert dict(limits.groups) == {"tenant-42": Rule(5.0, 60.0, None, None)}
+    assert api_client.limits(topic) == limits
+    with pytest.raises(InvalidInput, match="give them without group="):
+        api_client.set_limits(topic, group="tenant-42", group_rate=5)
+    api_client.put_many(topic, [Job(n, group="tenant-42") for n in range(3)])
+    api_client.put_many(topic, [Job(n, group="tenant-7") for n in range(3)])
+    api_client.pause(topic, group="tenant-7")
+    groups = {g["group"]: g for g in api_client.stats(topic, groups=True)["groups"]}
+    assert groups["tenant-7"] == {"group": "tenant-7", "ready": 3, "reserved": 0, "paused": True}
+    jobs = api_client.reserve(topic, count=10)
+    assert {job.group for job in jobs} == {"tenant-42"} and 1 <= len(jobs) <= 2  # its leases
+    api_client.resume(topic, group="tenant-7")
+    assert "tenant-7" in {job.group for job in api_client.reserve(topic, count=10)}
+    assert not api_client.clear_limits(topic, group="tenant-42").groups
+    assert api_client.clear_limits(topic) == Limits(topic)

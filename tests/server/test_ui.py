@@ -166,7 +166,12 @@ def test_topic_panel_and_summary(http: httpx.Client, queue: chronoq.Queue) -> No
     loads = [
         d.attrib["hx-get"] for d in panel.iter("div") if "load" in d.attrib.get("hx-trigger", "")
     ]
-    assert loads == ["topics/orders/forecast", "topics/orders/dead", "topics/orders/delayed"]
+    assert loads == [
+        "topics/orders/flow",
+        "topics/orders/forecast",
+        "topics/orders/dead",
+        "topics/orders/delayed",
+    ]
     counts = {
         texts(c.find("span")): texts(c.find("b"))  # type: ignore[arg-type]
         for c in panel.iter("div")

@@ -134,6 +134,7 @@ def test_act_from_the_page(browser: WebDriver, server: LiveServer, queue: chrono
     queue.bury(job, error="bank said no")
     queue.put("mail", {"to": "x"}, id="m1", delay=60)
     queue.put("orders", {"html": "<script>alert(1)</script>"}, id="xss", delay=3600)
+    queue.put("orders", {"n": 3}, id="g1", group="tenant-1")  # after the reserve: its own turn
 
     browser.get(f"{server.url}/ui/")
     text_of(browser, 'tr[data-topic="orders"]', "orders")
@@ -158,6 +159,17 @@ def test_act_from_the_page(browser: WebDriver, server: LiveServer, queue: chrono
     assert queue.stats("mail")["paused"] is True
     text_of(browser, 'tr[data-topic="mail"]', "paused")
     text_of(browser, 'tr[data-topic="mail"] button', "Resume")
+
+    # pause and resume a group from the topic's groups panel
+    tenant = '#flow tr[data-group="tenant-1"]'
+    click(browser, f'{tenant} button[hx-post$="/pause"]')
+    text_of(browser, "#flash", "Paused group tenant-1 of orders")
+    groups = {g["group"]: g for g in queue.stats("orders", groups=True)["groups"]}
+    assert groups["tenant-1"]["paused"] is True
+    text_of(browser, tenant, "paused")
+    click(browser, f'{tenant} button[hx-post$="/resume"]')
+    text_of(browser, "#flash", "Resumed group tenant-1 of orders")
+    text_of(browser, tenant, "active")
 
     # look up a job by topic and id
     css(browser, '#lookup input[name="topic"]').send_keys("orders")

@@ -1,9 +1,10 @@
-"""The POST handlers: pause, resume, requeue, run now, delete. Each answers
-a one-line message for the flash area and an ``HX-Trigger`` that makes the
-lists on the page reload. An action that finds nothing to do (a job gone
-meanwhile) is answered 200 with a warning, not an error: the page is merely
-behind. Read-only mode and the token are checked before a handler runs
-(guard.py, and the route's ``admin`` action)."""
+"""The POST handlers: pause, resume (a topic, or one of its groups),
+requeue, run now, delete. Each answers a one-line message for the flash
+area and an ``HX-Trigger`` that makes the lists on the page reload. An
+action that finds nothing to do (a job gone meanwhile) is answered 200 with
+a warning, not an error: the page is merely behind. Read-only mode and the
+token are checked before a handler runs (guard.py, and the route's
+``admin`` action)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,18 @@ class Actions:
         self._audit(call, "resume", topic)
         await self.queue.resume(topic)
         return _done(f"Resumed {topic}.")
+
+    async def pause_group(self, call: Call) -> Reply:
+        topic, group = call.param("topic"), call.param("group")
+        self._audit(call, f"pause group {group} of", topic)
+        await self.queue.pause(topic, group=group)
+        return _done(f"Paused group {group} of {topic}: its jobs stay; the other groups flow on.")
+
+    async def resume_group(self, call: Call) -> Reply:
+        topic, group = call.param("topic"), call.param("group")
+        self._audit(call, f"resume group {group} of", topic)
+        await self.queue.resume(topic, group=group)
+        return _done(f"Resumed group {group} of {topic}.")
 
     async def requeue_all(self, call: Call) -> Reply:
         topic = call.param("topic")

@@ -9,6 +9,7 @@ import time
 from chronoq.job import validate_id, validate_topic
 from chronoq.server.auth import Action
 from chronoq.server.ui.board import Board
+from chronoq.server.ui.flow import flow_view
 from chronoq.server.ui.listing import dead_page, offset_arg, scan_state
 from chronoq.server.ui.lists import dead_list, delayed_list
 from chronoq.server.ui.views import (
@@ -67,6 +68,14 @@ class Fragments:
         # until by this server's clock: the store answers from its own now
         until = time.time() + DUE_STEPS * 3600
         return html_reply(forecast_view(topic, await self.queue.forecast(topic, until=until)))
+
+    async def flow(self, call: Call) -> Reply:
+        topic = call.param("topic")
+        limits, stats = await asyncio.gather(
+            self.queue.limits(topic), self.queue.stats(topic, groups=True)
+        )
+        acts = self.board.may_act(call, topic)
+        return html_reply(flow_view(topic, limits, stats["groups"], acts))
 
     async def dead(self, call: Call) -> Reply:
         topic = call.param("topic")

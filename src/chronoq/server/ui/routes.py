@@ -21,6 +21,7 @@ def ui_routes(board: Board, assets: Assets) -> list[Route]:
     acts = Actions(board)
     topic = "/ui/topics/{topic}"
     job = f"{topic}/jobs/{{id}}"
+    group = f"{topic}/groups/{{group}}"
     table = [
         ("GET", "/ui/", page.shell, None, "the page"),
         ("GET", "/ui/static/{name}", assets.serve, None, "a static file"),
@@ -29,10 +30,13 @@ def ui_routes(board: Board, assets: Assets) -> list[Route]:
         ("GET", topic, reads.detail, Action.READ, "a topic's panel"),
         ("GET", f"{topic}/summary", reads.summary, Action.READ, "a topic's counts and lag"),
         ("GET", f"{topic}/forecast", reads.forecast, Action.READ, "a topic's jobs due per hour"),
+        ("GET", f"{topic}/flow", reads.flow, Action.READ, "a topic's limits and groups"),
         ("GET", f"{topic}/dead", reads.dead, Action.READ, "a page of dead letters"),
         ("GET", f"{topic}/delayed", reads.delayed, Action.READ, "a page of delayed jobs"),
         ("POST", f"{topic}/pause", acts.pause, Action.ADMIN, "pause"),
         ("POST", f"{topic}/resume", acts.resume, Action.ADMIN, "resume"),
+        ("POST", f"{group}/pause", acts.pause_group, Action.ADMIN, "pause a group"),
+        ("POST", f"{group}/resume", acts.resume_group, Action.ADMIN, "resume a group"),
         ("POST", f"{topic}/dead/requeue", acts.requeue_all, Action.ADMIN, "requeue all"),
         ("POST", f"{job}/requeue", acts.requeue, Action.ADMIN, "requeue one"),
         ("POST", f"{job}/run-now", acts.run_now, Action.ADMIN, "run now"),

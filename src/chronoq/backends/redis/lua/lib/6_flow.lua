@@ -243,23 +243,19 @@ local function flow_release_all()
   for _, g in ipairs(tokens) do group_wake(g) end
 end
 
--- Pop up to k due jobs of a group and lease those still pending (a stale member,
--- whose record is gone, not pending or of another put, is dropped). Returns the
--- reserve's count after them, and how many members were popped.
-local function take(key, k, now, call)
-  local popped = redis.call('ZPOPMIN', key, k)
-  local ids, members = {}, {}
-  for i = 1, #popped, 2 do
-    members[#members + 1] = popped[i]
-    ids[#ids + 1] = string.sub(popped[i], 7)
-  end
-  local raws = jobs_raw(ids)
-  local n = call.n
+-- Lease the popped due jobs `members` (of the groups `owners`) that are still pending
+-- (a stale member, whose record is gone, not pending or of another put, is dropped);
+-- `got` counts each group's leases.
+local function take(members, owners, now, call, got)
+  local ids = {}
+  for i, member in ipairs(members) do ids[i] = string.sub(member, 7) end
+  local raws, n = jobs_raw(ids), call.n
   for i, id in ipairs(ids) do
     local raw, sf, due, prio, _, seq = raws[i], nil, nil, nil, nil, nil
     if raw then sf, due, prio, _, seq = struct.unpack(HEAD, raw) end
     if raw and sf < 32 and seq == struct.unpack('>i6', members[i]) then
       n = n + 1
+      got[owners[i]] = (got[owners[i]] or 0) + 1
       local ttr = call.ttr
       if ttr <= 0 then
         ttr = DEFAULT_TTR
@@ -273,14 +269,12 @@ local function take(key, k, now, call)
     end
   end
   call.n = n
-  return #members
 end
 
--- Lease up to `count` due jobs, a turn at a time from the group served least
--- recently among those that may be (one job a turn; a group alone in the turns
--- takes what its limits allow at once), within the topic's and each group's
--- share of their limits. Appends each job to `out` (id, record) and to the
--- reserve's writes (`records`, `leased`); returns how many.
+-- Lease up to `count` due jobs in turns: the groups served least recently among those
+-- that may be, one job each, in rounds (a group alone in the turns takes what its limits
+-- allow at once), within the topic's and each group's share of their limits. Appends each
+-- job to `out` (id, record) and the reserve's writes (`records`, `leased`); how many.
 local function flow_lease(count, ttr_override, lease, now, out, records, leased)
   local f = fk('f')
   local st = redis.call('HMGET', f, 'turns', 'leased', 'tokens', 'since', 'rule', 'default',
@@ -312,54 +306,62 @@ local function flow_lease(count, ttr_override, lease, now, out, records, leased)
   -- default's leases need no split by group
   local common = not owned and not default.conc and rule_share(default, shard, shards, 0)
   while call.n < room do
-    local head = redis.call('ZRANGE', fk('t'), 0, 1)
-    local g = head[1]
-    if not g then break end
-    local rule = common
-    if not rule then
-      rule = default
-      if owned and g ~= '' then
-        rule = rule_over(rule_of(redis.call('HGET', fk('r'), g)), default)
+    local heads = redis.call('ZRANGE', fk('t'), 0, room - call.n - 1)
+    if #heads == 0 then break end
+    local members, owners, emptied, got = {}, {}, {}, {}
+    for _, g in ipairs(heads) do
+      local rule = common
+      if not rule then
+        rule = default
+        if owned and g ~= '' then
+          rule = rule_over(rule_of(redis.call('HGET', fk('r'), g)), default)
+        end
+        rule = rule_share(rule, shard, shards, salt_of(g, shards))
       end
-      rule = rule_share(rule, shard, shards, salt_of(g, shards))
-    end
-    local mine = touched[g]
-    if not mine then
-      mine = {leased = 0, popped = 0}
-      touched[g], order[#order + 1] = mine, g
-    end
-    local cap, full = room - call.n, false
-    if rule.conc then
-      local held = (tonumber(redis.call('HGET', fk('l'), g)) or 0) + mine.leased
-      full = held >= rule.conc
-      cap = math.min(cap, rule.conc - held)
-    end
-    if rule.rate and not mine.bucket then
-      local t, since = string.match(redis.call('HGET', fk('b'), g) or '', '^([^:]+):(%d+)$')
-      mine.bucket = refill(tonumber(t), tonumber(since), now, rule)
-    end
-    if rule.rate then cap = math.min(cap, math.floor(mine.bucket)) end
-    if cap < 1 then -- out of room: it waits for one of its leases to end, or for a token
-      turn_leave(g)
-      if full then
-        redis.call('SADD', fk('s'), g)
+      local mine = touched[g]
+      if not mine then
+        mine = {leased = 0, popped = 0}
+        touched[g], order[#order + 1] = mine, g
+      end
+      local cap, full = #heads == 1 and room - call.n or 1, false
+      if rule.conc then
+        local held = (tonumber(redis.call('HGET', fk('l'), g)) or 0) + mine.leased
+        full = held >= rule.conc
+        cap = math.min(cap, rule.conc - held)
+      end
+      if rule.rate and not mine.bucket then
+        local t, since = string.match(redis.call('HGET', fk('b'), g) or '', '^([^:]+):(%d+)$')
+        mine.bucket = refill(tonumber(t), tonumber(since), now, rule)
+      end
+      if rule.rate then cap = math.min(cap, math.floor(mine.bucket)) end
+      if cap < 1 then -- out of room: it waits for one of its leases to end, or for a token
+        turn_leave(g)
+        if full then
+          redis.call('SADD', fk('s'), g)
+        else
+          redis.call('ZADD', fk('w'), now + math.max(1, math.ceil(token_wait(mine.bucket, rule))), g)
+        end
       else
-        redis.call('ZADD', fk('w'), now + math.max(1, math.ceil(token_wait(mine.bucket, rule))), g)
-      end
-    else
-      local before = call.n
-      local k = head[2] and 1 or cap
-      local popped = take(ready_key(g), k, now, call)
-      local got = call.n - before
-      mine.leased, mine.popped = mine.leased + got, mine.popped + popped
-      if mine.bucket then mine.bucket = mine.bucket - got end
-      if popped < k then
-        turn_leave(g) -- no due job left
-      elseif got > 0 then
-        turns = turns + 1
-        redis.call('ZADD', fk('t'), 'XX', turns, g)
+        local popped = redis.call('ZPOPMIN', ready_key(g), cap)
+        if #popped < 2 * cap then emptied[#emptied + 1] = g end -- its last due jobs
+        for i = 1, #popped, 2 do members[#members + 1], owners[#owners + 1] = popped[i], g end
+        mine.popped = mine.popped + #popped / 2
       end
     end
+    take(members, owners, now, call, got)
+    local served = {}
+    for _, g in ipairs(heads) do -- to the end of the line, in the order served
+      local k = got[g]
+      if k then
+        local mine = touched[g]
+        mine.leased = mine.leased + k
+        if mine.bucket then mine.bucket = mine.bucket - k end
+        turns = turns + 1
+        served[#served + 1], served[#served + 2] = turns, g
+      end
+    end
+    if #served > 0 then redis.call('ZADD', fk('t'), 'XX', unpack(served)) end
+    for _, g in ipairs(emptied) do turn_leave(g) end
   end
   local queued = 0
   for _, g in ipairs(order) do
