@@ -7,7 +7,10 @@ the cases in turn; on Redis also the server's µs per job (``INFO
 commandstats``: FCALL).
 
     .venv/bin/python bench/flow.py [--store redis|sqlite] [--jobs 200000] [--rounds 3]
-                                   [--groups 1,10,10000,1000000] [--out FILE]
+                                   [--groups 1,10,10000,1000000] [--plain] [--out FILE]
+
+``--plain`` measures the plain topic alone: with ``PYTHONPATH=<checkout>/src``, a
+version before flow control, for what the flow code costs a topic that never uses it.
 
 Redis: a private redis-server on a free loopback port (never 6379), without
 persistence. A case with more groups than ``--jobs`` puts one job per group
@@ -127,8 +130,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--groups", default="1,10,10000,1000000")
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--plain", action="store_true", help="the plain topic alone (runs on a checkout before 0.2)"
+    )
     args = parser.parse_args(argv)
-    chosen = cases([int(g) for g in args.groups.split(",")])
+    chosen = cases([int(g) for g in args.groups.split(",")])[: 1 if args.plain else None]
     figures: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in chosen}
     console = Console()
     command = "python bench/flow.py " + " ".join(sys.argv[1:] if argv is None else argv)

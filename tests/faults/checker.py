@@ -25,7 +25,7 @@ from typing import Any
 
 from .history import History
 
-__all__ = ["Report", "check", "timeline"]
+__all__ = ["Report", "check", "most_live", "timeline"]
 
 CLOCK_TOLERANCE_MS = 5.0
 SHOWN = 5  # timelines printed per kind of failure
@@ -149,6 +149,33 @@ def _two_live_leases(records: list[dict[str, Any]], starts: list[dict[str, Any]]
         if any(first["t"] <= later["t"] < live_until for later in starts[i + 1 :]):
             return True
     return False
+
+
+def most_live(history: History) -> tuple[int, dict[str | None, int]]:
+    """The most runs live at once, in all and per group: a run is live from its start until
+    its end, or, killed before it, until its lease's deadline. The store's leases last longer
+    (from the reserve to the ack), so a limit on leases that held keeps these within it."""
+    spans: dict[str | None, list[tuple[float, int]]] = {}
+    everything: list[tuple[float, int]] = []
+    for records in history.by_id.values():
+        ends = {(r["src"], r["lease"]): r["t"] for r in records if r["type"] == "end"}
+        for start in (r for r in records if r["type"] == "start"):
+            until = min(
+                ends.get((start["src"], start["lease"]), start["deadline"]), start["deadline"]
+            )
+            # a run ending when another starts does not overlap it: ends sort first
+            marks = [(start["t"], 1), (max(until, start["t"]), -1)]
+            spans.setdefault(start.get("group"), []).extend(marks)
+            everything.extend(marks)
+
+    def peak(marks: list[tuple[float, int]]) -> int:
+        live = top = 0
+        for _, step in sorted(marks):
+            live += step
+            top = max(top, live)
+        return top
+
+    return peak(everything), {group: peak(marks) for group, marks in spans.items()}
 
 
 def timeline(

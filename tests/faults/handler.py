@@ -1,8 +1,8 @@
 """The handlers of a fault run's ``chronoq worker`` processes:
 ``chronoq worker tests.faults.handler:handlers`` with ``CHRONOQ_FAULTS_TOPIC`` and
 ``CHRONOQ_FAULTS_HISTORY`` (a directory) in the environment. Each run of a job records ``start``
-(with the reservation's attempt, lease token, lease deadline and due time) before any work and
-``end`` after a 1–20 ms sleep, in a history file of its own process."""
+(with the reservation's attempt, lease token, lease deadline, due time and group) before any
+work and ``end`` after a 1–20 ms sleep, in a history file of its own process."""
 
 from __future__ import annotations
 
@@ -23,7 +23,9 @@ _recorder = Recorder(
 
 def work(job: chronoq.Reservation) -> None:
     fields = {"attempt": job.attempts, "lease": job.lease}
-    _recorder.record("start", job.id, deadline=job.deadline, due_at=job.due_at, **fields)
+    _recorder.record(
+        "start", job.id, deadline=job.deadline, due_at=job.due_at, group=job.group, **fields
+    )
     time.sleep(random.uniform(0.001, 0.02))
     _recorder.record("end", job.id, **fields)
 

@@ -28,8 +28,15 @@ def put_one(
     for attempt in range(args.retries + 1):
         rec.record("invoke", job_id, delay=delay, attempt=attempt)
         try:
+            group = None if not args.groups else f"g{int(job_id.rsplit('-', 1)[1]) % args.groups}"
             result = q.put(
-                topic, {"n": job_id}, id=job_id, delay=delay, ttr=args.ttr, max_attempts=10
+                topic,
+                {"n": job_id},
+                id=job_id,
+                delay=delay,
+                ttr=args.ttr,
+                max_attempts=10,
+                group=group,
             )
         except InvalidInput as exc:
             rec.record("fail", job_id, error=f"{type(exc).__name__}: {exc}")
@@ -53,6 +60,7 @@ def main() -> None:
     parser.add_argument("--ttr", type=float, default=2.0)
     parser.add_argument("--retries", type=int, default=100)
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--groups", type=int, default=0, help="jobs spread over this many groups")
     args = parser.parse_args()
     random.seed(args.seed)
     rec = Recorder(args.history)

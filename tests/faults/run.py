@@ -32,6 +32,8 @@ class Setup:
     prefetch: int | None = 4
     ttr: float = 2.0  # the jobs' lease, seconds
     worker_ttr: float | None = None  # --ttr of the workers
+    groups: int = 0  # the jobs spread over this many groups
+    limits: tuple[tuple[str, float], ...] = ()  # set_limits of the topic before the run
 
 
 class Run:
@@ -51,6 +53,9 @@ class Run:
     # -- children --------------------------------------------------------------------------
 
     def start(self) -> None:
+        if self.setup.limits:
+            with chronoq.connect(self.url) as q:
+                q.set_limits(self.topic, **dict(self.setup.limits))  # type: ignore[arg-type]
         for _ in range(self.setup.workers):
             self.start_worker()
         for proc in range(self.setup.producers):
@@ -61,6 +66,7 @@ class Run:
         argv = python_argv("-m", "tests.faults.producer", self.url, self.topic)
         argv += [str(self.history_dir / f"producer-{proc}.jsonl"), "--proc", str(proc)]
         argv += ["--jobs", str(jobs or s.jobs), "--rate", str(s.rate), "--ttr", str(s.ttr)]
+        argv += ["--groups", str(s.groups)]
         p = Proc("producer", argv, self.logs / f"producer-{proc}.log", child_env())
         self.producers.append(p)
         return p

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .checker import check, timeline
+from .checker import check, most_live, timeline
 from .history import History, Recorder, read_history
 
 Record = dict[str, Any]
@@ -87,3 +87,14 @@ def test_a_job_recreated_by_a_retried_put_after_its_delivery_is_not_early() -> N
     assert report.ok and report.duplicated == ["a"]
     records[-2]["t"] = 4500  # the second incarnation before its own due time
     assert check(History(records), gone).early == ["a"]
+
+
+def test_most_live_counts_overlapping_runs_in_all_and_per_group() -> None:
+    records = run("a", 0, 50, 1000, "w-1", "x") + run("b", 10, 20, 1000, "w-2", "y")
+    records += run("c", 20, 30, 1000, "w-2", "z")  # starts as b ends: no overlap with it
+    records += run("d", 40, None, 45, "w-3", "v")  # killed: live until its deadline
+    records += run("e", 45, 60, 1000, "w-3", "u")
+    for r in records:
+        r["group"] = "g" if r["id"] in "ab" else None
+    total, per_group = most_live(History(records))
+    assert total == 2 and per_group == {"g": 2, None: 1}
