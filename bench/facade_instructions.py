@@ -38,6 +38,20 @@ WORKLOADS = {
         "for i in range(n): q.put('t', i, group=f'g{i % 10}')\n"
         "for i in range(n):\n    (job,) = q.reserve('t'); q.ack(job)"
     ),
+    # the harness's drain (bench/common.py): reserve(count=10) + ack_many
+    "drain": (
+        "q.put_many('t', [chronoq.Job(i) for i in range(n)])\n"
+        "while jobs := q.reserve('t', 10): q.ack_many(jobs)"
+    ),
+    "rate-limited drain": (
+        "q.set_limits('t', rate=1_000_000)\n"
+        "q.put_many('t', [chronoq.Job(i) for i in range(n)])\n"
+        "while jobs := q.reserve('t', 10): q.ack_many(jobs)"
+    ),
+    "grouped drain": (
+        "q.put_many('t', [chronoq.Job(i, group=f'g{i % 10}') for i in range(n)])\n"
+        "while jobs := q.reserve('t', 10): q.ack_many(jobs)"
+    ),
     "rate-limited put+reserve+ack": (
         "q.set_limits('t', rate=1_000_000)\n"
         "for i in range(n): q.put('t', i)\n"
