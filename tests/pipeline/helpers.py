@@ -25,10 +25,14 @@ def log_cap(url: str, events: int) -> str:
     return with_option(url, **{option: events})
 
 
-def make_events(q: chronoq.Queue, topic: str, jobs: int, *, start: int = 0) -> None:
-    """``jobs`` puts, then a reserve and an ack or a nack for each: 3 events a job."""
+def make_events(
+    q: chronoq.Queue, topic: str, jobs: int, *, start: int = 0, group: str | None = None
+) -> None:
+    """``jobs`` puts (in ``group``), then a reserve and an ack or a nack for
+    each: 3 events a job."""
     q.put_many(
-        topic, [chronoq.Job({"n": n}, id=f"{topic}-{n}") for n in range(start, start + jobs)]
+        topic,
+        [chronoq.Job({"n": n}, id=f"{topic}-{n}", group=group) for n in range(start, start + jobs)],
     )
     left = jobs
     while left:

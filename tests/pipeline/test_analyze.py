@@ -33,6 +33,8 @@ DAY = int(T0.timestamp()) // 86_400
 def _event(
     seq: int, at: datetime, job: str, kind: str, attempt: int, lag: int | None
 ) -> dict[str, Any]:
+    """An event of ``job``; jobs j1..j60 are in group "a", the others in none."""
+    number = int(job[1:])
     return {
         "seq": seq,
         "ts": at,
@@ -44,13 +46,21 @@ def _event(
         "lag_ms": lag,
         "error": "boom" if kind in ("nack", "dead") else None,
         "shard": 0,
+        "group": "a" if job.startswith("j") and number <= 60 else None,
     }
 
 
-def _write(root: Path, topic: str, events: list[dict[str, Any]]) -> None:
+# the files of an export made before events carried a group
+OLD_SCHEMA = FILE_SCHEMA.remove(FILE_SCHEMA.get_field_index("group"))
+
+
+def _write(
+    root: Path, topic: str, events: list[dict[str, Any]], schema: pa.Schema = FILE_SCHEMA
+) -> None:
     directory = root / partition_path(topic, DAY)
     directory.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist(events, schema=FILE_SCHEMA)
+    events = [{k: v for k, v in e.items() if k in schema.names} for e in events]
+    table = pa.Table.from_pylist(events, schema=schema)
     pq.write_table(table, directory / f"part-{len(list(directory.iterdir()))}.parquet")
 
 
@@ -58,7 +68,9 @@ def _write(root: Path, topic: str, events: list[dict[str, Any]]) -> None:
 def made_up(tmp_path: Path) -> Path:
     """Topic "mail": 100 jobs put in the 10:00 bucket, reserved in the 11:00
     one with lags 1..100 ms, acked 10*n ms later; job 100 is nacked once
-    (retried, then acked) and job 99 dies. Topic "sms": 3 puts only."""
+    (retried, then acked) and job 99 dies; jobs 1..60 are in group "a", the
+    others in none. Topic "sms": 3 puts only, exported before events carried
+    a group (no such column)."""
     root = tmp_path / "events"
     events, seq = [], 0
 
@@ -83,7 +95,8 @@ def made_up(tmp_path: Path) -> Path:
             add(reserved + timedelta(milliseconds=10 * n), f"j{n}", "ack", 1)
     _write(root, "mail", events[:150])
     _write(root, "mail", events[150:])
-    _write(root, "sms", [_event(n, T0, f"s{n}", "put", 0, None) for n in range(1, 4)])
+    sms = [_event(n, T0, f"s{n}", "put", 0, None) for n in range(1, 4)]
+    _write(root, "sms", sms, OLD_SCHEMA)
     return root
 
 
@@ -113,6 +126,44 @@ def test_figures_by_topic_and_bucket(spark: Any, made_up: Path, tmp_path: Path) 
     assert [row["topic"] for row in only.topics] == ["sms"]
 
 
+def test_figures_by_group(spark: Any, made_up: Path, tmp_path: Path) -> None:
+    found = analyze(spark, str(made_up), str(tmp_path / "out"), bucket="1h")
+    # the most jobs first: "a" (60), mail's default group (40), sms's (3, of old files)
+    keys = [(row["topic"], row["group"], row["jobs"]) for row in found.groups]
+    assert keys == [("mail", "a", 60), ("mail", None, 40), ("sms", None, 3)]
+    assert found.group_count == 3
+    a, rest, sms = found.groups
+    assert (a["puts"], a["reserves"], a["acks"], a["events"]) == (60, 60, 60, 180)
+    assert (rest["reserves"], rest["acks"], rest["nacks"], rest["deads"]) == (41, 39, 1, 1)
+    # percentile p of n sorted values: the one at index ceil(p * n) - 1
+    assert (a["lag_p50_ms"], a["lag_p99_ms"], a["lag_max_ms"]) == (30, 60, 60)
+    lags = sorted([*range(61, 101), 1000])
+    assert (rest["lag_p50_ms"], rest["lag_max_ms"]) == (lags[20], 1000)
+    assert a["run_p50_ms"] == 300 and rest["run_p50_ms"] is not None
+    # throughput: acks over the buckets from the group's first event to its last
+    assert a["acks_per_s"] == pytest.approx(60 / 7200)
+    assert rest["acks_per_s"] == pytest.approx(39 / 7200)
+    assert sms["acks_per_s"] == 0 and sms["lag_p99_ms"] is None
+    assert rest["dead_rate"] == pytest.approx(1 / 40)
+    by_bucket = {(r["topic"], r["group"], r["bucket"]): r for r in found.group_buckets}
+    hour = T0 + timedelta(hours=1)
+    assert set(by_bucket) == {
+        ("mail", "a", T0),
+        ("mail", "a", hour),
+        ("mail", None, T0),
+        ("mail", None, hour),
+        ("sms", None, T0),
+    }
+    assert (by_bucket["mail", "a", T0]["puts"], by_bucket["mail", "a", hour]["acks"]) == (60, 60)
+    assert by_bucket["mail", None, hour]["lag_max_ms"] == 1000
+    written = spark.read.parquet(found.outputs["groups"]).collect()
+    assert sorted((r["topic"], r["group"] or "") for r in written) == [
+        ("mail", ""),
+        ("mail", "a"),
+        ("sms", ""),
+    ]
+
+
 def test_the_cli_writes_tables_csv_and_a_report(spark: Any, made_up: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = CliRunner().invoke(
@@ -129,6 +180,8 @@ def test_the_cli_writes_tables_csv_and_a_report(spark: Any, made_up: Path, tmp_p
     assert "lag_p99_ms" in rows[0] and "retry_rate" in rows[0]
     html = (out / "report.html").read_text()
     assert "mail" in html and "<svg" in html and "<script" not in html
+    assert "<h2>Groups</h2>" in html and "acks per bucket by group" in html
+    assert (out / "groups").is_dir() and (out / "group_buckets_csv").is_dir()
     human = CliRunner().invoke(cli, ["analyze", "--events", str(made_up), "--out", str(out)])
     assert human.exit_code == 0 and "delivery by topic" in human.stdout
 

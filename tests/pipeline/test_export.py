@@ -39,7 +39,7 @@ def test_files_hold_every_event_once_with_the_documented_schema(
     queue: chronoq.Queue, topic: str, tmp_path: Path
 ) -> None:
     make_events(queue, topic, 300)
-    make_events(queue, topic + ":b", 50)  # a colon: escaped in the path, as Spark does
+    make_events(queue, topic + ":b", 50, group="tenant-42")  # a colon: escaped, as Spark does
     summary = Exporter(queue, tmp_path / "out").run()
     assert summary.events == 3 * 350 and summary.lost == 0
     rows = exported(tmp_path / "out")
@@ -57,6 +57,7 @@ def test_files_hold_every_event_once_with_the_documented_schema(
         )
         assert row["lag_ms"] == event.lag_ms
         assert (row["lag_ms"] is None) == (event.event.value != "reserve")
+        assert row["group"] == event.group == ("tenant-42" if event.topic != topic else None)
         assert str(row["date"]) == row["ts"].strftime("%Y-%m-%d")
     files = sorted((tmp_path / "out").glob("topic=*/date=*/part-*.parquet"))
     assert {f.parent.parent.name for f in files} == {f"topic={topic}", f"topic={topic}%3Ab"}

@@ -3,6 +3,7 @@ rows made by hand (no Spark): well-formed, offline, escaped, and capped."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
@@ -230,3 +231,39 @@ def test_ticks_are_round() -> None:
     assert caption == "2026-11-25, UTC"
     ticks, _ = time_ticks(start, start + 20 * 86400)
     assert all(label.startswith("2026-") for _, label in ticks) and 2 <= len(ticks) <= 6
+
+
+def test_the_top_groups_show_with_their_lag_and_throughput() -> None:
+    groups = [
+        {**metrics("emails", 40), "group": "tenant-1", "jobs": 40, "acks_per_s": 0.0111},
+        {**metrics("emails", 30), "group": None, "jobs": 30, "acks_per_s": 1234.5},
+        {**metrics(HOSTILE, 20), "group": HOSTILE, "jobs": 20, "acks_per_s": None},
+    ]
+    group_buckets = [
+        {**bucket("emails", h), "group": group} for h in (0, 1, 2) for group in ("tenant-1", None)
+    ]
+    report = data([bucket("emails", h) for h in (0, 1, 2)], [metrics("emails", 70)])
+    report = dataclasses.replace(report, groups=groups, group_buckets=group_buckets, group_count=12)
+    document = render_report(report)
+    parsed(document)
+    check_offline(document)
+    assert check_points_inside(document) > 0
+    section = document[document.index("<h2>Groups</h2>") : document.index("<h2>Over time</h2>")]
+    assert "The 3 groups with the most jobs; 9 more are in the groups table." in section
+    assert section.count("<svg") == 2  # lag p99 and acks per bucket, a line per group
+    assert "acks per bucket by group" in section and "emails / (no group)" in section
+    rows = re.findall(r"<tr><td>.*?</tr>", section)
+    assert [re.findall(r"<td>(.*?)</td>", row)[:2] for row in rows] == [
+        ["emails", "tenant-1"],
+        ["emails", "<em>(no group)</em>"],
+        ["&lt;b&gt;&amp;x", "&lt;b&gt;&amp;x"],
+    ]
+    assert '>40</td><td class="n">0.01</td>' in rows[0]
+    assert ">1,234</td>" in rows[1] or ">1,235</td>" in rows[1]
+    assert HOSTILE not in document
+
+
+def test_no_groups_no_group_charts() -> None:
+    document = render_report(small())
+    section = document[document.index("<h2>Groups</h2>") : document.index("<h2>Over time</h2>")]
+    assert "no events" in section and "<svg" not in section

@@ -428,11 +428,12 @@ def test_ttr_past_2_47_reads_alike(lua: Lua) -> None:
 
 EMIT_BODY = """
 local now = now_ms()
-for b = 2, #ARGV, 7 do
-  local err = nil
+for b = 2, #ARGV, 8 do
+  local err, g = nil, nil
   if ARGV[b + 5] == '1' then err = ARGV[b + 6] end
+  if ARGV[b + 7] ~= '-' then g = ARGV[b + 7] end
   emit_event(ARGV[b], ARGV[b + 1], tonumber(ARGV[b + 2]), now + tonumber(ARGV[b + 3]),
-             tonumber(ARGV[b + 4]), err)
+             tonumber(ARGV[b + 4]), err, g)
 end
 return now
 """
@@ -444,10 +445,14 @@ ERRORS: list[bytes | None] = [None, b"", b"boom", "é€".encode() * 5]  # nil: 
 # the longest error, one cut to 65535 bytes, one cut inside a character (then decoded
 # with a replacement): once each for every kind that has an error
 LONG_ERRORS = [b"z" * 65535, b"q" * 70_000, "é".encode() * 40_000]
+# a job's group: none (nil, as the events of before, or ''), the shortest, the longest
+GROUPS: list[str | None] = [None, None, "", "g", "tenant-42", "x" * 128]
+Emitted = tuple[str, str, int, int, int, bytes | None, str | None]
 
 
-def _emitted() -> list[tuple[str, str, int, int, int, bytes | None]]:
-    """Every kind with every attempt, due offset and priority, ids and errors in turn."""
+def _emitted() -> list[Emitted]:
+    """Every kind with every attempt, due offset and priority, ids, errors and
+    groups in turn."""
     rng = random.Random(7)
     out = []
     for kind in codec.EVENT_KINDS[1:]:
@@ -457,28 +462,36 @@ def _emitted() -> list[tuple[str, str, int, int, int, bytes | None]]:
             error = None
             if kind in codec._HAS_ERROR:
                 error = LONG_ERRORS[n] if n < len(LONG_ERRORS) else rng.choice(ERRORS)
-            out.append((kind.value, rng.choice(EVENT_IDS), att, d, prio, error))
+            group = rng.choice(GROUPS)
+            out.append((kind.value, rng.choice(EVENT_IDS), att, d, prio, error, group))
     return out
+
+
+def _emit_args(emitted: Iterable[Emitted]) -> list[Any]:
+    """EMIT_BODY's ARGV: 8 values an event ('-': no group given, nil)."""
+    return [
+        v
+        for kind, job_id, att, d, prio, error, group in emitted
+        for v in (
+            *(kind, codec.id_key(job_id), att, d, prio),
+            *(int(error is not None), error or b"", "-" if group is None else group),
+        )
+    ]
 
 
 def test_every_event_field_decodes_as_emitted(lua: Lua) -> None:
     emitted = _emitted()
-    args = [
-        v
-        for kind, job_id, att, d, prio, error in emitted
-        for v in (kind, codec.id_key(job_id), att, d, prio, int(error is not None), error or b"")
-    ]
-    now = lua(EMIT_BODY, *args)
+    now = lua(EMIT_BODY, *_emit_args(emitted))
     events = lua.events()
     entries = lua.client.xrange(lua.key("events"))
     assert len(entries) > 1  # several stream entries: flush_events splits at ENTRY_BYTES
     assert [e.seq for e in events] == list(range(1, len(emitted) + 1))
-    for event, (kind, job_id, att, d, prio, error) in zip(events, emitted, strict=True):
+    for event, (kind, job_id, att, d, prio, error, group) in zip(events, emitted, strict=True):
         lag = -d if kind == "reserve" else None
         text = (error or b"")[:65535].decode(errors="replace") or None
         got = (event.ts_ms, event.id, event.event, event.attempt, event.due_at, event.priority)
         assert got == (now, job_id, EventKind(kind), att, now + d, prio)
-        assert (event.lag_ms, event.error) == (lag, text)
+        assert (event.lag_ms, event.error, event.group) == (lag, text, group or None)
     # every kind and flag the Lua side has was packed and decoded
     firsts = [first for _, fields in entries for first in _event_firsts(fields[b"b"])]
     assert len(firsts) == len(events)
@@ -491,6 +504,8 @@ def _event_firsts(blob: bytes) -> list[int]:
     """The first byte of each packed event of ``blob`` (lengths as decode_entry reads them)."""
     firsts, pos = [], 0
     while pos < len(blob):
+        if blob[pos] == codec._GROUP_TAG:  # the group of the event that follows
+            pos += 2 + blob[pos + 1]
         flags = blob[pos]
         firsts.append(flags)
         pos += 17 if flags & codec.EV_ULID else 2 + blob[pos + 1] + 1
@@ -504,6 +519,21 @@ def _event_firsts(blob: bytes) -> list[int]:
         if codec.EVENT_KINDS[flags & 15] in codec._HAS_ERROR:
             pos += 2 + int.from_bytes(blob[pos : pos + 2], "big")
     return firsts
+
+
+def test_a_group_costs_its_tag_and_no_group_costs_nothing(lua: Lua) -> None:
+    """The event of a job without a group is packed as before groups were
+    logged (so events of before decode, with group None); a group adds
+    GROUP_TAG, its length and its name."""
+    plain: Emitted = ("reserve", ULIDS[1], 1, -5, 0, None, None)
+    lua(EMIT_BODY, *_emit_args([plain, (*plain[:6], ""), (*plain[:6], "tenant-42")]))
+    [(_, fields)] = lua.client.xrange(lua.key("events"))
+    blob = fields[b"b"]
+    assert len(blob) == 3 * 22 + 2 + len("tenant-42")  # flags, 16 id bytes, B att, i4 due
+    assert blob[:22] == blob[22:44]  # nil and '' alike: no group
+    assert blob[44:55] == bytes([codec._GROUP_TAG, 9]) + b"tenant-42"
+    assert blob[55:] == blob[:22]
+    assert [e.group for e in lua.events()] == [None, None, "tenant-42"]
 
 
 # --- constants, formats and key order ----------------------------------------------
@@ -540,6 +570,7 @@ def test_flags_states_and_defaults_are_pythons() -> None:
     assert _lua_constants("EV_") == _python_constants("EV_")
     assert _lua_constants("", list(STATES)) == STATES
     assert _lua_constants("", ["I4_ESCAPE"]) == {"I4_ESCAPE": codec._I4_ESCAPE}
+    assert _lua_constants("", ["GROUP_TAG"]) == {"GROUP_TAG": codec._GROUP_TAG}
     defaults = _lua_constants("DEFAULT_")
     assert defaults == {
         "DEFAULT_TTR": codec.DEFAULT_TTR_MS,
@@ -553,6 +584,7 @@ def test_event_kinds_are_pythons() -> None:
     assert set(python) == {kind.value for kind in EventKind}
     assert set(_lua_table("EVENT_HAS_ERROR")) == {kind.value for kind in codec._HAS_ERROR}
     assert max(python.values()) < 16  # the kind is the low 4 bits
+    assert codec._GROUP_TAG not in python.values()  # no event starts like a group tag
     assert min(_lua_constants("EV_").values()) == 16
 
 

@@ -1,6 +1,6 @@
-"""A store made before a column was added to ``jobs`` (schema.sql) gets it
-when it is opened, with no step by hand, and keeps its jobs; the code that
-made it goes on writing and reading it."""
+"""A store made before a column was added to ``jobs`` or ``events``
+(schema.sql) gets it when it is opened, with no step by hand, and keeps its
+jobs and events; the code that made it goes on writing and reading it."""
 
 from __future__ import annotations
 
@@ -19,6 +19,11 @@ OLD_INSERT = (
     "INSERT INTO jobs (topic, id, state, at, due_at, priority, payload, ttr_ms, max_attempts, "
     "attempts, created_at, unique_for_ms) VALUES (?, ?, 1, 0, 0, 0, ?, 30000, 5, 0, 0, 0)"
 )
+# an event of the code before the column (backends/sqlite/eventlog.py, _INSERT)
+OLD_EVENT = (
+    "INSERT INTO events (ts_ms, topic, id, event, attempt, due_at, priority, lag_ms, error) "
+    "VALUES (0, ?, ?, 'put', 0, 0, 0, NULL, NULL)"
+)
 
 
 def _old_schema() -> str:
@@ -34,27 +39,28 @@ def _old_schema() -> str:
         schema,
         flags=re.S,
     )
-    for name, _ in ADDED_COLUMNS:
+    for _, name, _ in ADDED_COLUMNS:
         schema = re.sub(rf"(?:\n *--[^\n]*)*\n *{name} +\w+,?", "", schema)
-    return re.sub(r",(\s*)\)", r"\1)", schema, count=1)  # the comma before the last one
+    return re.sub(r",(\s*)\)", r"\1)", schema)  # the comma before each table's last one
 
 
 def _old_store(path: Path) -> None:
     schema = _old_schema()
-    assert not any(name in schema for name, _ in ADDED_COLUMNS)
+    assert not any(name in schema for _, name, _ in ADDED_COLUMNS)
     db = sqlite3.connect(path)
     db.executescript(schema)
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
     db.execute("INSERT INTO topics (name) VALUES ('t')")
     db.execute(OLD_INSERT, ("t", "old", b'{"made":"before"}'))
+    db.execute(OLD_EVENT, ("t", "old"))
     db.commit()
     db.close()
 
 
-def _columns(path: Path) -> list[str]:
+def _columns(path: Path, table: str = "jobs") -> list[str]:
     with sqlite3.connect(path) as db:
-        return [row[1] for row in db.execute("PRAGMA table_info(jobs)")]
+        return [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
 
 
 def test_an_old_store_gets_the_new_columns_and_keeps_its_jobs(tmp_path: Path) -> None:
@@ -98,3 +104,27 @@ def test_processes_opening_an_old_store_at_once_add_the_column_once(tmp_path: Pa
         thread.join()
     assert not failures
     assert _columns(path).count("traceparent") == _columns(path).count("job_group") == 1
+    assert _columns(path, "events").count("job_group") == 1
+
+
+def test_an_old_store_gets_the_events_group_and_keeps_its_events(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    _old_store(path)
+    assert "job_group" not in _columns(path, "events")
+    with chronoq.connect(f"sqlite:///{path}") as q:
+        q.put("t", 2, id="new", group="g")
+        [job] = q.reserve("t", 1)  # "old": put first, no group
+        q.ack(job)
+        seen = [(e.id, e.event.value, e.group) for e in q.events("t").events]
+    assert _columns(path, "events")[-1] == "job_group"
+    assert seen == [
+        ("old", "put", None),
+        ("new", "put", "g"),
+        ("old", "reserve", None),
+        ("old", "ack", None),
+    ]
+    # the code of before goes on logging: its events have no group
+    with sqlite3.connect(path) as db:
+        db.execute(OLD_EVENT, ("t", "older"))
+    with chronoq.connect(f"sqlite:///{path}") as q:
+        assert [(e.id, e.group) for e in q.events("t").events][-1] == ("older", None)

@@ -102,11 +102,11 @@ def analyze(
     master: str | None,
     report: Path | None,
 ) -> None:
-    """Measure delivery from exported events, per topic and time bucket.
+    """Measure delivery from exported events, per topic and time bucket, and per group.
 
     Counts of each event kind, hand-over lag p50/p95/p99/max, reserve-to-ack
-    time, attempts, retry and dead-letter rates; as Parquet and CSV tables and
-    a self-contained HTML report.
+    time, attempts, retry and dead-letter rates, and each group's jobs and
+    acks per second; as Parquet and CSV tables and a self-contained HTML report.
     """
     from chronoq.pipeline import analyze as job  # PySpark: the spark extra
 
@@ -122,6 +122,7 @@ def analyze(
     doc = {
         "events": found.events,
         "topics": len(found.topics),
+        "groups": found.group_count,
         "seconds": round(found.seconds, 3),
         "tables": found.outputs,
         "report": str(path),

@@ -159,7 +159,9 @@ class JobInfo:
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One entry of the event log (docs/contract.md §7). ``seq`` increases within a log."""
+    """One entry of the event log (docs/contract.md §7). ``seq`` increases within a log;
+    ``group``: the job's group, or None (last, so that positional constructions
+    of before still hold)."""
 
     seq: int
     ts_ms: int
@@ -171,6 +173,7 @@ class Event:
     priority: int
     lag_ms: int | None
     error: str | None
+    group: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,8 @@
 """``chronoq analyze``: a Spark job over exported events (``chronoq export``)
-that measures delivery per topic and time bucket, and writes the tables as
-Parquet and CSV with a self-contained ``report.html``.
+that measures delivery per topic and time bucket, and per group of a topic
+(docs/contract.md §10: lag and throughput, over time for the groups with the
+most jobs), and writes the tables as Parquet and CSV with a self-contained
+``report.html``.
 
 It uses the DataFrame API only (no Python UDF), so executors need no
 chronoq; ``chronoq.cli.analyze`` is also the script ``spark-submit`` runs on a
@@ -14,8 +16,9 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +30,21 @@ from chronoq.job import validate_topic
 from chronoq.pipeline import read_events
 from chronoq.pipeline.report import ReportData, render_report
 
-__all__ = ["ACCURACY", "Analysis", "analyze", "parameters", "parse_bucket", "write_report"]
+__all__ = [
+    "ACCURACY",
+    "TOP_GROUPS",
+    "Analysis",
+    "analyze",
+    "parameters",
+    "parse_bucket",
+    "write_report",
+]
 
 ACCURACY = 10_000
+#: the groups with the most jobs, whose rows are collected (and reported, and
+#: measured per bucket); the ``groups`` table keeps every group: a topic may
+#: have a million
+TOP_GROUPS = 10
 KINDS = (
     ("puts", "put"),
     ("reserves", "reserve"),
@@ -58,7 +73,8 @@ def parse_bucket(text: str) -> int:
 
 @dataclass(frozen=True)
 class Analysis:
-    """What ``analyze`` found and wrote."""
+    """What ``analyze`` found and wrote. ``groups``: the ``TOP_GROUPS`` groups
+    with the most jobs, of ``group_count``; ``group_buckets``: theirs by bucket."""
 
     buckets: list[dict[str, Any]]
     topics: list[dict[str, Any]]
@@ -66,6 +82,9 @@ class Analysis:
     events: int
     seconds: float
     outputs: dict[str, str]
+    groups: list[dict[str, Any]] = field(default_factory=list)
+    group_buckets: list[dict[str, Any]] = field(default_factory=list)
+    group_count: int = 0
 
 
 def _measures() -> list[Column]:
@@ -98,21 +117,57 @@ def _runs(events: DataFrame) -> DataFrame:
         "topic", "id", "attempt", F.col("ts").alias("reserved")
     )
     acked = events.where(F.col("event") == "ack").select(
-        "topic", "id", "attempt", "bucket", F.col("ts").alias("acked")
+        "topic", "id", "attempt", "bucket", "group", F.col("ts").alias("acked")
     )
     pairs = (
         acked.join(reserved, ["topic", "id", "attempt"])
         .where(F.col("reserved") <= F.col("acked"))
-        .groupBy("topic", "id", "attempt", "bucket", "acked")
+        .groupBy("topic", "id", "attempt", "bucket", "group", "acked")
         .agg(F.max("reserved").alias("reserved"))
     )
     took = (F.unix_micros("acked") - F.unix_micros("reserved")) / 1000
-    return pairs.select("topic", "bucket", took.alias("took"))
+    return pairs.select("topic", "bucket", "group", took.alias("took"))
 
 
 def _run_quantiles(runs: DataFrame, keys: list[str]) -> DataFrame:
     quantiles = F.percentile_approx("took", F.array(F.lit(0.5), F.lit(0.99)), ACCURACY)
     return runs.groupBy(*keys).agg(quantiles.alias("runs"))
+
+
+def _join(left: DataFrame, right: DataFrame, keys: list[str], how: str = "left") -> DataFrame:
+    """``left`` joined with ``right`` on ``keys``, a null key matching a null
+    one: the default group's ``group`` is null."""
+    renamed = right.select(
+        *[F.col(f"`{k}`").alias(f"_{k}") for k in keys],
+        *[F.col(f"`{c}`") for c in right.columns if c not in keys],
+    )
+    on = reduce(lambda a, b: a & b, [left[f"`{k}`"].eqNullSafe(renamed[f"_{k}"]) for k in keys])
+    return left.join(renamed, on, how).drop(*[f"_{k}" for k in keys])
+
+
+def _by_group(frame: DataFrame, runs: DataFrame, seconds: int) -> DataFrame:
+    """A row per topic and group: the measures of a topic, ``jobs`` (distinct
+    ids) and ``acks_per_s``, its acks over the buckets from its first event's
+    to its last's (throughput while it was active; never a division by 0)."""
+    keys = ["topic", "group"]
+    first, last = F.unix_seconds(F.min("bucket")), F.unix_seconds(F.max("bucket"))
+    measured = frame.groupBy(*keys).agg(
+        *_measures(),
+        F.count(F.lit(1)).alias("events"),
+        F.countDistinct("id").alias("jobs"),
+        (last - first + seconds).alias("active_s"),
+    )
+    measured = _join(measured, _run_quantiles(runs, keys), keys)
+    throughput = (F.col("acks") / F.col("active_s")).alias("acks_per_s")
+    return _finish(measured.select("*", throughput).drop("active_s"))
+
+
+def _group_buckets(frame: DataFrame, runs: DataFrame, top: DataFrame) -> DataFrame:
+    """The measures by bucket of the groups of ``top`` (topic, group)."""
+    keys = ["topic", "group", "bucket"]
+    chosen = _join(frame, top, ["topic", "group"], "left_semi")
+    measured = chosen.groupBy(*keys).agg(*_measures())
+    return _finish(_join(measured, _run_quantiles(runs, keys), keys))
 
 
 def _rows(frame: DataFrame) -> list[dict[str, Any]]:
@@ -156,13 +211,20 @@ def analyze(
             .groupBy("topic", "outcome", "attempts")
             .agg(F.count(F.lit(1)).alias("jobs"))
         )
+        # the most jobs first; ties by name, the default group (null) first
+        groups = _by_group(frame, runs, seconds).orderBy(F.desc("jobs"), "topic", "group")
+        top = groups.limit(TOP_GROUPS).select("topic", "group")
         tables = {
             "buckets": _finish(by_bucket).orderBy("topic", "bucket"),
             "topics": _finish(by_topic).orderBy("topic"),
             "attempts": attempts.orderBy("topic", "outcome", "attempts"),
+            "groups": groups,
+            "group_buckets": _group_buckets(frame, runs, top).orderBy("topic", "group", "bucket"),
         }
         outputs = _write(tables, out)
-        found = {name: _rows(table) for name, table in tables.items()}
+        found = {name: _rows(table) for name, table in tables.items() if name != "groups"}
+        found["groups"] = _rows(groups.limit(TOP_GROUPS))
+        group_count = spark.read.parquet(outputs["groups"]).count()
     finally:
         runs.unpersist()
         frame.unpersist()
@@ -174,6 +236,9 @@ def analyze(
         total,
         time.monotonic() - started,
         outputs,
+        found["groups"],
+        found["group_buckets"],
+        group_count,
     )
 
 
@@ -215,6 +280,9 @@ def report_data(analysis: Analysis, parameters: dict[str, str], events: str) -> 
         buckets=analysis.buckets,
         topics=analysis.topics,
         attempts=analysis.attempts,
+        groups=analysis.groups,
+        group_buckets=analysis.group_buckets,
+        group_count=analysis.group_count,
     )
 
 

@@ -9,15 +9,21 @@ pyarrow."""
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from html import escape
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from itertools import pairwise
 from typing import Any
 
+from chronoq.pipeline.cells import (
+    as_int,
+    kv,
+    metrics_table,
+    missing,
+    name,
+    utc,
+)
 from chronoq.pipeline.charts import Series, line_chart
 
 __all__ = ["BUCKET_ROWS_SHOWN", "CHARTED_TOPICS", "ReportData", "render_report"]
@@ -26,22 +32,7 @@ __all__ = ["BUCKET_ROWS_SHOWN", "CHARTED_TOPICS", "ReportData", "render_report"]
 CHARTED_TOPICS = 8
 #: the per-bucket table shows the most recent rows only: a browser chokes on more
 BUCKET_ROWS_SHOWN = 2000
-_COUNTS: tuple[str, ...] = (
-    "puts",
-    "reserves",
-    "acks",
-    "nacks",
-    "expires",
-    "deads",
-    "buries",
-    "deletes",
-)
-_COUNTS += ("reschedules", "requeues", "touches")
-_LAGS = ("lag_p50_ms", "lag_p95_ms", "lag_p99_ms", "lag_max_ms")
-_RUNS = ("run_p50_ms", "run_p99_ms")
-_RATES = ("retry_rate", "dead_rate")
 _AXIS_POINTS = 2000  # empty buckets are filled in on a time axis up to this long
-_NONE = "—"
 
 _CSS = """
 :root{color-scheme:light}
@@ -79,84 +70,11 @@ class ReportData:
     buckets: list[dict[str, Any]]  # one per (topic, bucket start)
     topics: list[dict[str, Any]]  # one per topic: the keys of buckets but "bucket"
     attempts: list[dict[str, Any]]  # topic, outcome ("acked"/"dead"), attempts, jobs
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def _int(value: Any) -> int:
-    return 0 if _missing(value) else round(value)
-
-
-def _count(value: Any) -> str:
-    return _NONE if _missing(value) else f"{round(value):,}"
-
-
-def _ms(value: Any) -> str:
-    if _missing(value):
-        return _NONE
-    tenths = round(float(value), 1)
-    return f"{tenths:,.0f}" if tenths == int(tenths) else f"{tenths:,.1f}"
-
-
-def _rate(value: Any) -> str:
-    if _missing(value):
-        return _NONE
-    percent = float(value) * 100
-    # one dead letter in a million is not "0.00 %"
-    return "< 0.01 %" if 0 < percent < 0.005 else f"{percent:.2f} %"
-
-
-def _utc(moment: datetime) -> datetime:
-    # a naive time is taken as UTC: Spark's session time zone is for analyze
-    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _when(moment: datetime) -> str:
-    moment = _utc(moment)
-    return f"{moment:%Y-%m-%d %H:%M}" + (f":{moment:%S}" if moment.second else "")
-
-
-def _name(topic: str) -> str:
-    return escape(topic) if topic else "<em>(no name)</em>"
-
-
-def _kv(caption: str, pairs: Mapping[str, str]) -> str:
-    body = "".join(
-        f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>" for k, v in pairs.items()
-    )
-    return f"<table><caption>{escape(caption)}</caption><tbody>{body}</tbody></table>"
-
-
-def _metrics_head(with_bucket: bool) -> str:
-    first = '<th rowspan="2">topic</th>' + ('<th rowspan="2">bucket (UTC)</th>' * with_bucket)
-    groups = (
-        ("events", len(_COUNTS)),
-        ("hand-over lag, ms", len(_LAGS)),
-        ("reserve to ack, ms", len(_RUNS)),
-        ("rates", len(_RATES)),
-    )
-    first += "".join(f'<th class="g" colspan="{n}">{label}</th>' for label, n in groups)
-    names = (*_COUNTS, "p50", "p95", "p99", "max", "p50", "p99", "retry", "dead letter")
-    second = "".join(f'<th class="n">{name}</th>' for name in names)
-    return f"<thead><tr>{first}</tr><tr>{second}</tr></thead>"
-
-
-def _metrics_row(row: Mapping[str, Any], with_bucket: bool) -> str:
-    cells = [f"<td>{_name(str(row.get('topic', '')))}</td>"]
-    if with_bucket:
-        cells.append(f'<td class="n">{_when(row["bucket"])}</td>')
-    cells += [f'<td class="n">{_count(row.get(k))}</td>' for k in _COUNTS]
-    cells += [f'<td class="n">{_ms(row.get(k))}</td>' for k in (*_LAGS, *_RUNS)]
-    cells += [f'<td class="n">{_rate(row.get(k))}</td>' for k in _RATES]
-    return f"<tr>{''.join(cells)}</tr>"
-
-
-def _metrics_table(rows: Iterable[Mapping[str, Any]], with_bucket: bool) -> str:
-    body = "".join(_metrics_row(row, with_bucket) for row in rows)
-    head = _metrics_head(with_bucket)
-    return f'<div class="scroll"><table>{head}<tbody>{body}</tbody></table></div>'
+    # the groups with the most jobs (analyze.TOP_GROUPS), of group_count: a row of
+    # topics with group (None: the default group), jobs and acks_per_s
+    groups: list[dict[str, Any]] = field(default_factory=list)
+    group_buckets: list[dict[str, Any]] = field(default_factory=list)  # theirs by bucket
+    group_count: int = 0
 
 
 def _busyness(data: ReportData) -> dict[str, int]:
@@ -167,14 +85,14 @@ def _busyness(data: ReportData) -> dict[str, int]:
     for row in (*summary.values(), *data.buckets):
         topic = str(row["topic"])
         if "bucket" not in row or topic not in summary:
-            busy[topic] = busy.get(topic, 0) + sum(_int(row.get(k)) for k in ("reserves", "puts"))
+            busy[topic] = busy.get(topic, 0) + sum(as_int(row.get(k)) for k in ("reserves", "puts"))
     return busy
 
 
 def _axis(buckets: Sequence[Mapping[str, Any]]) -> list[datetime]:
     """Every bucket start of the run, the buckets without events included: their
     width is the smallest gap between two starts (rows exist only where events were)."""
-    starts = sorted({_utc(row["bucket"]) for row in buckets})
+    starts = sorted({utc(row["bucket"]) for row in buckets})
     gaps = [b - a for a, b in pairwise(starts)]
     step = min(gaps, default=timedelta(0))
     if not step or (starts[-1] - starts[0]) / step >= _AXIS_POINTS:
@@ -184,20 +102,30 @@ def _axis(buckets: Sequence[Mapping[str, Any]]) -> list[datetime]:
     return sorted({*filled, *starts})
 
 
-def _topic_charts(topic: str, rows: Sequence[Mapping[str, Any]], axis: Sequence[datetime]) -> str:
-    if not rows:
-        return '<p class="note">no events in any bucket</p>'
-    at = {_utc(row["bucket"]): row for row in rows}
+def _series_of(
+    rows: Sequence[Mapping[str, Any]], axis: Sequence[datetime]
+) -> Callable[..., list[float | None]]:
+    """``values(*keys, gap=)``: the sum of ``keys`` of the row of each time of
+    ``axis``; no row is a bucket without events, so zero events but no lag (a
+    gap, with ``gap``)."""
+    at = {utc(row["bucket"]): row for row in rows}
 
     def values(*keys: str, gap: bool) -> list[float | None]:
-        # no row: a bucket without events, so no lag (a gap) but zero events
         out: list[float | None] = []
         for moment in axis:
             row = at.get(moment)
-            parts = [None if row is None or _missing(row.get(k)) else row[k] for k in keys]
+            parts = [None if row is None or missing(row.get(k)) else row[k] for k in keys]
             known = [float(p) for p in parts if p is not None]
             out.append(None if gap and not known else sum(known))
         return out
+
+    return values
+
+
+def _topic_charts(topic: str, rows: Sequence[Mapping[str, Any]], axis: Sequence[datetime]) -> str:
+    if not rows:
+        return '<p class="note">no events in any bucket</p>'
+    values = _series_of(rows, axis)
 
     lag = [Series(p, values(f"lag_{p}_ms", gap=True)) for p in ("p50", "p95", "p99")]
     flow = [Series(k, values(k, gap=False)) for k in ("puts", "reserves", "acks")]
@@ -231,7 +159,7 @@ def _charts(data: ReportData, busy: Mapping[str, int]) -> str:
         by_topic[str(row["topic"])].append(row)
     axis = _axis(data.buckets) if data.buckets else []
     for topic in chosen:
-        parts.append(f"<h3>{_name(topic)}</h3>")
+        parts.append(f"<h3>{name(topic)}</h3>")
         parts.append(f'<div class="charts">{_topic_charts(topic, by_topic[topic], axis)}</div>')
     return "".join(parts)
 
@@ -243,7 +171,7 @@ def _attempts(data: ReportData, topics: Iterable[str]) -> str:
         cell[str(row["outcome"])] = cell.get(str(row["outcome"]), 0) + int(row["jobs"])
     parts = []
     for topic in sorted(topics):
-        parts.append(f"<h3>{_name(topic)}</h3>")
+        parts.append(f"<h3>{name(topic)}</h3>")
         if not jobs.get(topic):
             parts.append('<p class="note">no job was acked or dead-lettered</p>')
             continue
@@ -270,21 +198,52 @@ def _bucket_table(buckets: Sequence[Mapping[str, Any]]) -> str:
     note = ""
     if len(rows) > BUCKET_ROWS_SHOWN:
         # the most recent buckets, whatever their topic
-        rows = sorted(rows, key=lambda r: (_utc(r["bucket"]), str(r["topic"])))
+        rows = sorted(rows, key=lambda r: (utc(r["bucket"]), str(r["topic"])))
         rows = rows[-BUCKET_ROWS_SHOWN:]
         note = (
             f'<p class="note">{len(buckets):,} rows: only the last {BUCKET_ROWS_SHOWN:,}'
             " (the most recent buckets) are shown.</p>"
         )
-    rows.sort(key=lambda r: (str(r["topic"]), _utc(r["bucket"])))
-    return note + _metrics_table(rows, with_bucket=True)
+    rows.sort(key=lambda r: (str(r["topic"]), utc(r["bucket"])))
+    return note + metrics_table(rows, with_bucket=True)
+
+
+def _groups(data: ReportData) -> str:
+    """The groups with the most jobs: their measures, their lag and throughput over time."""
+    if not data.groups:
+        return "<p>no events</p>"
+    rows = sorted(data.groups, key=lambda r: (-as_int(r.get("jobs")), str(r["topic"])))
+    left_out = max(data.group_count - len(rows), 0)
+    parts = []
+    if left_out:
+        parts.append(
+            f'<p class="note">The {len(rows)} groups with the most jobs; {left_out:,} more'
+            f" {'is' if left_out == 1 else 'are'} in the groups table.</p>"
+        )
+    parts.append(metrics_table(rows, with_bucket=False, with_group=True))
+    mine: dict[tuple[str, str | None], list[Mapping[str, Any]]] = defaultdict(list)
+    for row in data.group_buckets:
+        mine[str(row["topic"]), row.get("group")].append(row)
+    axis = _axis(data.group_buckets) if data.group_buckets else []
+    lag, acks = [], []
+    for row in rows:
+        key = (str(row["topic"]), row.get("group"))
+        label = f"{key[0]} / {'(no group)' if key[1] is None else key[1]}"
+        values = _series_of(mine[key], axis)
+        lag.append(Series(label, values("lag_p99_ms", gap=True)))
+        acks.append(Series(label, values("acks", gap=False)))
+    charts = (
+        line_chart("hand-over lag p99 by group, ms", axis, lag, empty="no reserves, so no lag"),
+        line_chart("acks per bucket by group", axis, acks, counts=True, empty="no acks"),
+    )
+    return "".join(parts) + f'<div class="charts">{"".join(charts)}</div>'
 
 
 def render_report(data: ReportData) -> str:
     """The report as one HTML5 document."""
     busy = _busyness(data)
     summary = sorted(data.topics, key=lambda r: str(r["topic"]))
-    generated = _utc(data.generated_at)
+    generated = utc(data.generated_at)
     return "".join(
         (
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
@@ -293,10 +252,12 @@ def render_report(data: ReportData) -> str:
             "<h1>chronoq delivery report</h1>",
             f'<p class="meta">Generated {generated:%Y-%m-%d %H:%M:%S} UTC</p>',
             '<section><h2>Run</h2><div class="kv">',
-            _kv("parameters", data.parameters),
-            _kv("input", data.input),
+            kv("parameters", data.parameters),
+            kv("input", data.input),
             "</div></section><section><h2>Topics</h2>",
-            _metrics_table(summary, with_bucket=False) if summary else "<p>no events</p>",
+            metrics_table(summary, with_bucket=False) if summary else "<p>no events</p>",
+            "</section><section><h2>Groups</h2>",
+            _groups(data),
             "</section><section><h2>Over time</h2>",
             _charts(data, busy),
             "</section><section><h2>Attempts per finished job</h2>",

@@ -33,18 +33,22 @@ EVENT_SCHEMA = pa.schema(
         ("lag_ms", pa.int64()),
         ("error", pa.string()),
         ("shard", pa.int32()),
+        ("group", pa.string()),  # the job's group; after shard, added after it
     ]
 )
+# `group` quoted: a reserved word in ANSI mode
 EVENT_DDL = (
     "seq bigint, ts timestamp, topic string, id string, event string, attempt int, "
-    "due_at timestamp, priority int, lag_ms bigint, error string, shard int"
+    "due_at timestamp, priority int, lag_ms bigint, error string, shard int, `group` string"
 )
 #: an exported file: ``topic`` and ``date`` are in its path (topic=…/date=…/)
 FILE_SCHEMA = pa.schema([field for field in EVENT_SCHEMA if field.name != "topic"])
-#: an export directory read whole (partition columns last, as Spark puts them)
+#: an export directory read whole (partition columns last, as Spark puts them);
+#: files exported before ``group`` read it as null
 EXPORT_DDL = (
     "seq bigint, ts timestamp, id string, event string, attempt int, due_at timestamp, "
-    "priority int, lag_ms bigint, error string, shard int, topic string, date date"
+    "priority int, lag_ms bigint, error string, shard int, `group` string, topic string, "
+    "date date"
 )
 
 
@@ -67,6 +71,7 @@ def events_batch(
         pa.array([e.lag_ms for e in events], pa.int64()),
         pa.array([e.error for e in events], pa.string()),
         pa.array(shards, pa.int32()),
+        pa.array([e.group for e in events], pa.string()),
     ]
     if not topic:
         del columns[2]

@@ -269,6 +269,7 @@ EVENT_KINDS = (
 )
 EV_ATT, EV_DUE, EV_PRIO, EV_ULID = 16, 32, 64, 128
 _I4_ESCAPE = -(2**31)
+_GROUP_TAG = 0  # leads the event of a job with a group: then its length (a byte) and name
 _HAS_ERROR = frozenset({EventKind.NACK, EventKind.DEAD, EventKind.BURY, EventKind.DELETE})
 
 
@@ -285,6 +286,12 @@ def decode_entry(topic: str, entry_id: bytes, fields: dict[bytes, bytes]) -> lis
     pos, end = 0, len(blob)
     while pos < end:
         flags = blob[pos]
+        group = None  # events written before groups were logged have no tag: None
+        if flags == _GROUP_TAG:
+            n = blob[pos + 1]
+            group = blob[pos + 2 : pos + 2 + n].decode()
+            pos += 2 + n
+            flags = blob[pos]
         event = EVENT_KINDS[flags & 15]
         assert event is not None, f"unknown event kind {flags & 15} in {entry_id!r}"
         if flags & EV_ULID:
@@ -316,9 +323,9 @@ def decode_entry(topic: str, entry_id: bytes, fields: dict[bytes, bytes]) -> lis
             error = blob[pos + 2 : pos + 2 + n].decode(errors="replace") or None
             pos += 2 + n
         lag = -d if event is EventKind.RESERVE else None
-        parsed.append((job_id, event, attempt, ts_ms + d, priority, lag, error))
+        parsed.append((job_id, event, attempt, ts_ms + d, priority, lag, error, group))
     first = entry_last_seq(entry_id) - len(parsed) + 1
     return [
-        Event(first + n, ts_ms, topic, job_id, event, attempt, due, prio, lag, error)
-        for n, (job_id, event, attempt, due, prio, lag, error) in enumerate(parsed)
+        Event(first + n, ts_ms, topic, job_id, event, attempt, due, prio, lag, error, group)
+        for n, (job_id, event, attempt, due, prio, lag, error, group) in enumerate(parsed)
     ]

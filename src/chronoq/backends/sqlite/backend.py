@@ -50,8 +50,9 @@ _EXTRA_JOB_SQL = {
 }
 _NO_EXTRAS = (None, None)
 _PUT_EVENTS_SQL = (
-    "INSERT INTO events (ts_ms, topic, id, event, attempt, due_at, priority) "
-    "SELECT ?, topic, id, 'put', 0, due_at, priority FROM jobs WHERE rowid > ? ORDER BY rowid"
+    "INSERT INTO events (ts_ms, topic, id, event, attempt, due_at, priority, job_group) "
+    "SELECT ?, topic, id, 'put', 0, due_at, priority, job_group FROM jobs WHERE rowid > ? "
+    "ORDER BY rowid"
 )
 # is the topic paused, is it under flow control (sqlite/flow.py)
 _TOPIC_SQL = (
@@ -259,17 +260,17 @@ class SQLiteBackend(SQLiteLeases, SQLiteFlow, SQLiteSchedules, SQLiteBulkReads, 
         with self._store.write() as db:
             now = now_ms()
             row = db.execute(
-                "SELECT rowid, attempts, due_at, priority, unique_for_ms FROM jobs "
+                "SELECT rowid, attempts, due_at, priority, unique_for_ms, job_group FROM jobs "
                 "WHERE topic = ? AND id = ?",
                 (topic, job_id),
             ).fetchone()
             if row is None:
                 return False
-            rowid, attempts, due_at, priority, unique_for_ms = row
+            rowid, attempts, due_at, priority, unique_for_ms, group = row
             db.execute("DELETE FROM jobs WHERE rowid = ?", (rowid,))
             remember(db, topic, job_id, unique_for_ms, due_at, now)
             self._log.append(
-                db, [(now, topic, job_id, "delete", attempts, due_at, priority, None, None)]
+                db, [(now, topic, job_id, "delete", attempts, due_at, priority, None, None, group)]
             )
         if topic in self._signals.flow_topics:  # a lease slot may be free
             self._signals.notify(topic)
@@ -280,13 +281,13 @@ class SQLiteBackend(SQLiteLeases, SQLiteFlow, SQLiteSchedules, SQLiteBulkReads, 
             now = now_ms()
             expire_leases(db, self._log, topic, now)  # see an expired lease as ready/dead
             row = db.execute(
-                "SELECT rowid, attempts, priority FROM jobs "
+                "SELECT rowid, attempts, priority, job_group FROM jobs "
                 "WHERE topic = ? AND id = ? AND state IN (0, 1)",
                 (topic, job_id),
             ).fetchone()
             if row is None:
                 return False
-            rowid, attempts, priority = row
+            rowid, attempts, priority, group = row
             due = now + delay_ms if run_at_ms is None else max(run_at_ms, now)
             state = DELAYED if due > now else READY
             db.execute(
@@ -294,7 +295,7 @@ class SQLiteBackend(SQLiteLeases, SQLiteFlow, SQLiteSchedules, SQLiteBulkReads, 
                 (state, due, due, rowid),
             )
             self._log.append(
-                db, [(now, topic, job_id, "reschedule", attempts, due, priority, None, None)]
+                db, [(now, topic, job_id, "reschedule", attempts, due, priority, None, None, group)]
             )
         self._signals.notify(topic)
         return True
@@ -334,7 +335,7 @@ class SQLiteBackend(SQLiteLeases, SQLiteFlow, SQLiteSchedules, SQLiteBulkReads, 
         with self._store.write() as db:
             now = now_ms()
             expire_leases(db, self._log, topic, now)  # see an expired lease as ready/dead
-            sql = "SELECT rowid, id, priority FROM jobs WHERE topic = ? AND state = 3"
+            sql = "SELECT rowid, id, priority, job_group FROM jobs WHERE topic = ? AND state = 3"
             if ids is None:
                 rows = db.execute(sql, (topic,)).fetchall()
             else:
@@ -346,13 +347,13 @@ class SQLiteBackend(SQLiteLeases, SQLiteFlow, SQLiteSchedules, SQLiteBulkReads, 
             db.executemany(
                 "UPDATE jobs SET state = 1, at = ?, due_at = ?, attempts = 0, lease = NULL "
                 "WHERE rowid = ?",
-                [(now, now, rowid) for rowid, _, _ in rows],
+                [(now, now, rowid) for rowid, _, _, _ in rows],
             )
             self._log.append(
                 db,
                 [
-                    (now, topic, job_id, "requeue", 0, now, priority, None, None)
-                    for _, job_id, priority in rows
+                    (now, topic, job_id, "requeue", 0, now, priority, None, None, group)
+                    for _, job_id, priority, group in rows
                 ],
             )
         if rows:
@@ -363,9 +364,9 @@ class SQLiteBackend(SQLiteLeases, SQLiteFlow, SQLiteSchedules, SQLiteBulkReads, 
         with self._store.write() as db:
             now = now_ms()
             cursor = db.execute(
-                "INSERT INTO events (ts_ms, topic, id, event, attempt, due_at, priority, error) "
-                "SELECT ?, topic, id, 'delete', attempts, due_at, priority, 'purged' FROM jobs "
-                "WHERE topic = ?",
+                "INSERT INTO events (ts_ms, topic, id, event, attempt, due_at, priority, error, "
+                "job_group) SELECT ?, topic, id, 'delete', attempts, due_at, priority, 'purged', "
+                "job_group FROM jobs WHERE topic = ?",
                 (now, topic),
             )
             count = cursor.rowcount

@@ -19,8 +19,8 @@ from chronoq.states import State
 __all__ = ["SQLiteLeases"]
 
 _LEASED_SQL = (
-    "SELECT rowid, attempts, max_attempts, due_at, priority, ttr_ms, unique_for_ms FROM jobs "
-    "WHERE topic = ? AND id = ? AND state = 2 AND lease = ? AND at > ?"
+    "SELECT rowid, attempts, max_attempts, due_at, priority, ttr_ms, unique_for_ms, job_group "
+    "FROM jobs WHERE topic = ? AND id = ? AND state = 2 AND lease = ? AND at > ?"
 )
 
 
@@ -33,7 +33,7 @@ class SQLiteLeases:
 
     def _leased(
         self, db: sqlite3.Connection, lease: JobLease, now: int
-    ) -> tuple[int, int, int, int, int, int, int]:
+    ) -> tuple[int, int, int, int, int, int, int, str | None]:
         row = db.execute(_LEASED_SQL, (*lease, now)).fetchone()
         if row is None:
             raise LeaseLost(lease.topic, lease.id)
@@ -53,11 +53,11 @@ class SQLiteLeases:
                         lost.append(job_id)
                         continue
                     del held[job_id]  # the same lease twice in one call: the second is lost
-                    rowid, _, _, attempts, due_at, priority, unique_for_ms = row
+                    rowid, _, _, attempts, due_at, priority, unique_for_ms, group = row
                     gone.append((rowid,))
                     remember(db, topic, job_id, unique_for_ms, due_at, now)
                     events.append(
-                        (now, topic, job_id, "ack", attempts, due_at, priority, None, None)
+                        (now, topic, job_id, "ack", attempts, due_at, priority, None, None, group)
                     )
             db.executemany("DELETE FROM jobs WHERE rowid = ?", gone)
             self._log.append(db, events)
@@ -71,14 +71,15 @@ class SQLiteLeases:
 
     def _reserved(
         self, db: sqlite3.Connection, topic: str, ids: list[str]
-    ) -> dict[str, tuple[int, str, int, int, int, int, int]]:
-        """id -> (rowid, lease, deadline, attempts, due_at, priority, unique_for_ms)."""
+    ) -> dict[str, tuple[int, str, int, int, int, int, int, str | None]]:
+        """id -> (rowid, lease, deadline, attempts, due_at, priority, unique_for_ms,
+        job_group)."""
         held = {}
         unique = list(dict.fromkeys(ids))
         for start in range(0, len(unique), IN_CHUNK):
             chunk = unique[start : start + IN_CHUNK]
             for job_id, *row in db.execute(
-                "SELECT id, rowid, lease, at, attempts, due_at, priority, unique_for_ms "
+                "SELECT id, rowid, lease, at, attempts, due_at, priority, unique_for_ms, job_group "
                 f"FROM jobs WHERE topic = ? AND id IN ({','.join('?' * len(chunk))}) "
                 "AND state = 2",
                 (topic, *chunk),
@@ -97,9 +98,12 @@ class SQLiteLeases:
         topic, job_id, _ = lease
         with self._store.write() as db:
             now = now_ms()
-            rowid, attempts, max_attempts, due_at, priority, _, _ = self._leased(db, lease, now)
+            rowid, attempts, max_attempts, due_at, priority, _, _, group = self._leased(
+                db, lease, now
+            )
             if attempts >= max_attempts:
-                self._kill(db, topic, job_id, rowid, now, "dead", attempts, due_at, priority, error)
+                event = (now, topic, job_id, "dead", attempts, due_at, priority, None, error, group)
+                self._kill(db, rowid, event)
                 return State.DEAD
             delay = backoff.delay_ms(attempts, jitter) if delay_ms is None else delay_ms
             due = now + delay
@@ -110,7 +114,7 @@ class SQLiteLeases:
                 (state, due, due, error, rowid),
             )
             self._log.append(
-                db, [(now, topic, job_id, "nack", attempts, due, priority, None, error)]
+                db, [(now, topic, job_id, "nack", attempts, due, priority, None, error, group)]
             )
         self._signals.notify(topic)
         return State.DELAYED if state == DELAYED else State.READY
@@ -119,14 +123,14 @@ class SQLiteLeases:
         topic, job_id, _ = lease
         with self._store.write() as db:
             now = now_ms()
-            rowid, attempts, _, _, priority, _, _ = self._leased(db, lease, now)
+            rowid, attempts, _, _, priority, _, _, group = self._leased(db, lease, now)
             db.execute(
                 "UPDATE jobs SET state = ?, at = ?, due_at = ?, lease = NULL, "
                 "last_error = coalesce(?, last_error) WHERE rowid = ?",
                 (READY, now, now, error, rowid),
             )
             self._log.append(
-                db, [(now, topic, job_id, "nack", attempts, now, priority, None, error)]
+                db, [(now, topic, job_id, "nack", attempts, now, priority, None, error, group)]
             )
         self._signals.notify(topic)
 
@@ -134,11 +138,11 @@ class SQLiteLeases:
         topic, job_id, _ = lease
         with self._store.write() as db:
             now = now_ms()
-            rowid, attempts, _, due_at, priority, ttr, _ = self._leased(db, lease, now)
+            rowid, attempts, _, due_at, priority, ttr, _, group = self._leased(db, lease, now)
             deadline = now + (ttr_ms or ttr)
             db.execute("UPDATE jobs SET at = ? WHERE rowid = ?", (deadline, rowid))
             self._log.append(
-                db, [(now, topic, job_id, "touch", attempts, due_at, priority, None, None)]
+                db, [(now, topic, job_id, "touch", attempts, due_at, priority, None, None, group)]
             )
         return deadline
 
@@ -146,26 +150,16 @@ class SQLiteLeases:
         topic, job_id, _ = lease
         with self._store.write() as db:
             now = now_ms()
-            rowid, attempts, _, due_at, priority, _, _ = self._leased(db, lease, now)
-            self._kill(db, topic, job_id, rowid, now, "bury", attempts, due_at, priority, error)
+            rowid, attempts, _, due_at, priority, _, _, group = self._leased(db, lease, now)
+            event = (now, topic, job_id, "bury", attempts, due_at, priority, None, error, group)
+            self._kill(db, rowid, event)
         self._free_slots({topic})
 
-    def _kill(
-        self,
-        db: sqlite3.Connection,
-        topic: str,
-        job_id: str,
-        rowid: int,
-        now: int,
-        kind: str,
-        attempts: int,
-        due_at: int,
-        priority: int,
-        error: str | None,
-    ) -> None:
+    def _kill(self, db: sqlite3.Connection, rowid: int, event: EventRow) -> None:
+        """The job dead, with its ``event`` (dead or bury: its time and error)."""
         db.execute(
             "UPDATE jobs SET state = 3, at = ?, lease = NULL, last_error = coalesce(?, last_error) "
             "WHERE rowid = ?",
-            (now, error, rowid),
+            (event[0], event[8], rowid),
         )
-        self._log.append(db, [(now, topic, job_id, kind, attempts, due_at, priority, None, error)])
+        self._log.append(db, [event])

@@ -21,7 +21,7 @@ EXPIRE_BATCH = 1000  # leases reclaimed per reserve call: keeps every call bound
 def expire_leases(db: sqlite3.Connection, log: EventLog, topic: str, now: int) -> None:
     """Expired leases go back to ready, or to dead when attempts are used up."""
     expired = db.execute(
-        "SELECT rowid, id, attempts, max_attempts, due_at, priority FROM jobs "
+        "SELECT rowid, id, attempts, max_attempts, due_at, priority, job_group FROM jobs "
         "WHERE topic = ? AND state = 2 AND at <= ? LIMIT ?",
         (topic, now, EXPIRE_BATCH),
     ).fetchall()
@@ -29,14 +29,18 @@ def expire_leases(db: sqlite3.Connection, log: EventLog, topic: str, now: int) -
         return
     updates: list[tuple[Any, ...]] = []
     events: list[EventRow] = []
-    for rowid, job_id, attempts, max_attempts, due_at, priority in expired:
+    for rowid, job_id, attempts, max_attempts, due_at, priority, group in expired:
         if attempts >= max_attempts:
             error = lease_expired_error(attempts, max_attempts)
             updates.append((DEAD, now, error, rowid))
-            events.append((now, topic, job_id, "dead", attempts, due_at, priority, None, error))
+            events.append(
+                (now, topic, job_id, "dead", attempts, due_at, priority, None, error, group)
+            )
         else:
             updates.append((READY, due_at, None, rowid))
-            events.append((now, topic, job_id, "expire", attempts, due_at, priority, None, None))
+            events.append(
+                (now, topic, job_id, "expire", attempts, due_at, priority, None, None, group)
+            )
     db.executemany(
         "UPDATE jobs SET state = ?, at = ?, lease = NULL, last_error = coalesce(?, last_error) "
         "WHERE rowid = ?",
@@ -84,7 +88,7 @@ def lease_rows(
         deadline = now + lease_ms
         updates.append((attempts, lease, deadline, rowid))
         events.append(
-            (now, topic, job_id, "reserve", attempts, due_at, priority, now - due_at, None)
+            (now, topic, job_id, "reserve", attempts, due_at, priority, now - due_at, None, group)
         )
         jobs.append(
             Reservation(

@@ -28,7 +28,7 @@ INFO_COLUMNS = (
     "topic, id, state, at, due_at, priority, payload, ttr_ms, max_attempts, attempts, "
     "created_at, last_error, unique_for_ms, traceparent, job_group"
 )
-EVENT_COLUMNS = "seq, ts_ms, topic, id, event, attempt, due_at, priority, lag_ms, error"
+EVENT_COLUMNS = "seq, ts_ms, topic, id, event, attempt, due_at, priority, lag_ms, error, job_group"
 
 
 def now_ms() -> int:
@@ -83,7 +83,7 @@ def info_from_row(row: tuple[Any, ...], now: int) -> JobInfo:
 
 
 def event_from_row(row: tuple[Any, ...]) -> Event:
-    seq, ts_ms, topic, job_id, kind, attempt, due_at, priority, lag_ms, error = row
+    seq, ts_ms, topic, job_id, kind, attempt, due_at, priority, lag_ms, error, group = row
     return Event(
-        seq, ts_ms, topic, job_id, EventKind(kind), attempt, due_at, priority, lag_ms, error
+        seq, ts_ms, topic, job_id, EventKind(kind), attempt, due_at, priority, lag_ms, error, group
     )

@@ -64,7 +64,10 @@ CREATE TABLE IF NOT EXISTS events (
     due_at   INTEGER NOT NULL,
     priority INTEGER NOT NULL,
     lag_ms   INTEGER,
-    error    TEXT
+    error    TEXT,
+    -- the job's group (NULL: none); added to the events of stores made
+    -- before it by Store._setup (ALTER TABLE)
+    job_group TEXT
 );
 
 CREATE TABLE IF NOT EXISTS meta (

@@ -17,8 +17,12 @@ from chronoq.errors import BackendUnavailable, InvalidInput
 __all__ = ["ADDED_COLUMNS", "SCHEMA_VERSION", "SYNCHRONOUS", "Store", "add_flow_triggers"]
 
 SCHEMA_VERSION = "1"
-#: columns of ``jobs`` that stores made before them lack: (name, type)
-ADDED_COLUMNS = (("traceparent", "TEXT"), ("job_group", "TEXT"))
+#: columns that stores made before them lack: (table, name, type)
+ADDED_COLUMNS = (
+    ("jobs", "traceparent", "TEXT"),
+    ("jobs", "job_group", "TEXT"),
+    ("events", "job_group", "TEXT"),
+)
 #: tables added to schema.sql after version 1 (a store without one gets them)
 ADDED_TABLES = ("schedules", "flow_topics", "flow_groups")
 SYNCHRONOUS = frozenset({"off", "normal", "full", "extra"})
@@ -125,17 +129,27 @@ class Store:
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for name, kind in self._missing_columns():  # again: another process may have
-                conn.execute(f"ALTER TABLE jobs ADD COLUMN {name} {kind}")
+            for table, name, kind in self._missing_columns():  # again: another process may have
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
             conn.execute("COMMIT")
         except sqlite3.Error:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
 
-    def _missing_columns(self) -> list[tuple[str, str]]:
-        present = {row[1] for row in self.conn.execute("PRAGMA table_info(jobs)")}
-        return [(name, kind) for name, kind in ADDED_COLUMNS if name not in present]
+    def _missing_columns(self) -> list[tuple[str, str, str]]:
+        """The added columns of the store's tables that it lacks (a table it
+        lacks comes whole from schema.sql)."""
+        present: dict[str, set[str]] = {}
+        for table in dict.fromkeys(table for table, _, _ in ADDED_COLUMNS):
+            names = {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
+            if names:
+                present[table] = names
+        return [
+            (table, name, kind)
+            for table, name, kind in ADDED_COLUMNS
+            if table in present and name not in present[table]
+        ]
 
     def _has_table(self, name: str) -> bool:
         return bool(

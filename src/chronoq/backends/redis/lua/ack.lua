@@ -13,16 +13,15 @@ for i, id in ipairs(ids) do
   -- the same lease twice in one call: the second is lost
   if at and at > now and lease == ARGV[2 * i + 1] and not seen[id] then
     seen[id] = true
+    -- a job with a group is on a shard under flow control (put.lua): no parse elsewhere
+    local g = flow_on() and group_of_raw(raw) or ''
     if uf > 0 then
       remove(id, unpack_job(raw), now) -- remembered for unique_for: its own writes
     else
       gone[#gone + 1] = id
-      if flow_on() and flow_flags() ~= '' then
-        local g = group_of_raw(raw)
-        ended[g] = (ended[g] or 0) + 1
-      end
+      if flow_on() and flow_flags() ~= '' then ended[g] = (ended[g] or 0) + 1 end
     end
-    emit_event('ack', id, att, due, prio)
+    emit_event('ack', id, att, due, prio, nil, g)
   else
     lost[#lost + 1] = id
   end

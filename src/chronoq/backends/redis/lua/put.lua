@@ -12,7 +12,8 @@
 -- Events: put, for each job created.
 local now = now_ms()
 local replace = string.sub(ARGV[2], 1, 1) == '1'
-if string.sub(ARGV[2], 2) == 'g' then flow_enable() end
+local grouped = string.sub(ARGV[2], 2) == 'g'
+if grouped then flow_enable() end
 local count = #ARGV - 2
 local seq = redis.call('INCRBY', K_SEQ, istr(count)) - count
 local out, ready, earliest = {}, 0, nil
@@ -71,10 +72,11 @@ for n = 3, #ARGV do
       ready_raws[#ready_raws + 1] = record
       ready = ready + 1
     end
-    if generated == 1 and due - now <= 2147483647 then -- a generated id's event, directly
+    local g = grouped and group_of_raw(record) or '' -- only a call told 'g' has a group
+    if generated == 1 and g == '' and due - now <= 2147483647 then -- its event, directly
       events[#events + 1] = pack_event(PUT_ULID, string.sub(id, 2), 0, due - now, prio)
     else
-      emit_event('put', id, 0, due, prio)
+      emit_event('put', id, 0, due, prio, nil, g)
     end
     out[#out + 1], out[#out + 2] = 1, due
   end

@@ -52,7 +52,7 @@ for _ = 1, flow and 0 or STALE_ROUNDS do
       local record, att = lease_record(raw, now + ttr, lease)
       records[2 * n - 1], records[2 * n] = id, record
       leased[2 * n - 1], leased[2 * n] = now + ttr, id
-      emit_event('reserve', id, att, due, prio)
+      emit_event('reserve', id, att, due, prio) -- no group: not under flow control
       out[2 * n + 2], out[2 * n + 3] = id, record
     else
       stale = true

@@ -1,13 +1,14 @@
 -- lib/2_record.lua: the record codec, the packed value of a job in the jobs hash.
 -- Defines: PENDING, RESERVED, DEAD, REMEMBERED (states), EPOCH, PRIO_SPAN, HEAD,
 --   F_TTR .. F_ERR (flags), DEFAULT_TTR, DEFAULT_MAX, state_of, unpack_job,
---   lease_record, lease_view, pack_job, seq_bytes, ready_member, ready_score.
+--   lease_record, lease_view, pack_job, seq_bytes, ready_member, ready_score, group_of,
+--   group_of_raw.
 -- Uses: nothing earlier (pure functions of their arguments).
 -- Python twin (codec.py): _record (unpack_job), leased_fields (reads what
 --   lease_record and pack_job write for a reserved job), info_from_record,
 --   pack_new_job (the client packs a new job's optional fields and payload; put.lua
---   adds the head), _HEAD, PENDING/RESERVED/DEAD/REMEMBERED, F_TTR..F_ERR,
---   DEFAULT_TTR_MS/DEFAULT_MAX_ATTEMPTS. tests/redis/test_lua_codec.py holds them in step.
+--   adds the head), split_payload (group_of), _HEAD, PENDING/RESERVED/DEAD/REMEMBERED,
+--   F_TTR..F_ERR, DEFAULT_TTR_MS/DEFAULT_MAX_ATTEMPTS. tests/redis/test_lua_codec.py holds them in step.
 --
 -- A record is a fixed head, then only the fields that differ from their
 -- defaults (ttr_ms in 6 bytes: validation allows ten years; max_attempts and
@@ -109,4 +110,31 @@ local function ready_member(j, id) return seq_bytes(j) .. id end
 -- so that it cannot reach the next priority's scores (put order breaks the tie).
 local function ready_score(prio, due)
   return (1000 - prio) * PRIO_SPAN + math.min(due - EPOCH, PRIO_SPAN - 1)
+end
+
+-- The group named in a record's payload part from `pos` ('' for none): a trace
+-- context (byte 1, then 25 bytes) may come first (codec.py: split_payload).
+local function group_of(part, pos)
+  pos = pos or 1
+  local lead = string.byte(part, pos)
+  if lead == 1 then
+    pos = pos + 26
+    lead = string.byte(part, pos)
+  end
+  if lead ~= 2 then return '' end
+  return string.sub(part, pos + 2, pos + 1 + string.byte(part, pos + 1))
+end
+
+-- The group of a whole record ('' for none), without unpacking it.
+local function group_of_raw(raw)
+  local sf = string.byte(raw, 1)
+  local state, flags, pos = math.floor(sf / 32), sf % 32, 22
+  if bit.band(flags, F_TTR) ~= 0 then pos = pos + 6 end
+  if bit.band(flags, F_MAX) ~= 0 then pos = pos + 4 end
+  if bit.band(flags, F_ATT) ~= 0 then pos = pos + 4 end
+  if bit.band(flags, F_UF) ~= 0 then pos = pos + 6 end
+  if state ~= PENDING then pos = pos + 6 end
+  if state == RESERVED then pos = pos + 1 + string.byte(raw, pos) end
+  if bit.band(flags, F_ERR) ~= 0 then pos = pos + 2 + struct.unpack('>I2', raw, pos) end
+  return group_of(raw, pos)
 end

@@ -1,11 +1,13 @@
 -- lib/3_events.lua: the event log. Events are packed while a function runs and
 -- appended to the shard's stream (KEYS[7]) at its end.
 -- Defines: ENTRY_BYTES, EVENT_KIND, EVENT_HAS_ERROR, EV_ATT, EV_DUE, EV_PRIO,
---   EV_ULID, I4_ESCAPE, PUT_ULID, pack_event, emit_event, emit, flush_events.
--- Uses (1_keys): K_EVENTS, K_EVSEQ, EVENT_CAP, NOW, EVENTS (emptied by begin_call).
+--   EV_ULID, I4_ESCAPE, GROUP_TAG, PUT_ULID, pack_event, group_tag, emit_event, emit,
+--   flush_events.
+-- Uses: K_EVENTS, K_EVSEQ, EVENT_CAP, NOW, EVENTS (emptied by begin_call) (1_keys);
+--   group_of (2_record).
 -- Python twin (codec.py): decode_entry, entry_last_seq, EVENT_KINDS (EVENT_KIND by
---   number), _HAS_ERROR (EVENT_HAS_ERROR), EV_ATT..EV_ULID, _I4_ESCAPE; id_key/key_id
---   (the 17-byte form of a ULID id); logs.py reads the stream.
+--   number), _HAS_ERROR (EVENT_HAS_ERROR), EV_ATT..EV_ULID, _I4_ESCAPE, _GROUP_TAG;
+--   id_key/key_id (the 17-byte form of a ULID id); logs.py reads the stream.
 --
 -- Up to ENTRY_BYTES of events go to one stream entry {t = time, b = packed events}
 -- whose id is "<seq of its last event>-0", so that ids count events: MINID
@@ -15,6 +17,9 @@
 -- by the flags: attempt (B; 255 then >I4), due_at - t (>i4; -2^31 then >i8),
 -- priority (>h); nack, bury, dead and delete events end with their error
 -- (>I2 length, bytes). A reserve event's lag is -(due_at - t): not stored.
+-- The event of a job with a group is led by the group: GROUP_TAG (a byte no event
+-- starts with: its kind would be 0), the name's length (B), the name; a job
+-- without one costs no byte more (its record neither).
 
 -- Bytes of events per stream entry: an entry then fills one 4 KiB listpack node
 -- (stream-node-max-bytes, 4096 by default, is also what Redis preallocates for
@@ -26,6 +31,7 @@ local EVENT_KIND = {put = 1, reserve = 2, ack = 3, nack = 4, expire = 5, dead = 
 local EVENT_HAS_ERROR = {nack = true, dead = true, bury = true, delete = true}
 local EV_ATT, EV_DUE, EV_PRIO, EV_ULID = 16, 32, 64, 128
 local I4_ESCAPE = -2147483648
+local GROUP_TAG = 0
 local PUT_ULID = EVENT_KIND.put + EV_ULID -- put.lua packs a generated id's event itself
 
 -- One event without an error whose attempt is under 255 and whose due_at - t
@@ -47,7 +53,10 @@ local function pack_event(flags, id, att, d, prio)
   return struct.pack('>Bc0Bi4h', flags + EV_ATT + EV_DUE + EV_PRIO, id, att, d, prio)
 end
 
-local function emit_event(kind, id, att, due, prio, err)
+local function group_tag(g) return struct.pack('>BBc0', GROUP_TAG, #g, g) end
+
+-- g: the job's group ('' or nil: none).
+local function emit_event(kind, id, att, due, prio, err, g)
   local flags, d = EVENT_KIND[kind], due - NOW
   if #id == 17 and string.byte(id, 1) == 0 then
     flags, id = flags + EV_ULID, string.sub(id, 2)
@@ -55,7 +64,9 @@ local function emit_event(kind, id, att, due, prio, err)
     id = struct.pack('>Bc0', #id - 1, id)
   end
   if att < 255 and d > I4_ESCAPE and d <= 2147483647 and not EVENT_HAS_ERROR[kind] then
-    EVENTS[#EVENTS + 1] = pack_event(flags, id, att, d, prio)
+    local packed = pack_event(flags, id, att, d, prio)
+    if g and g ~= '' then packed = group_tag(g) .. packed end
+    EVENTS[#EVENTS + 1] = packed
     return
   end
   -- the rest: a long attempt count or due offset, an error
@@ -81,11 +92,15 @@ local function emit_event(kind, id, att, due, prio, err)
     err = string.sub(err or '', 1, 65535)
     format, values[#values + 1], values[#values + 2] = format .. 'I2c0', #err, err
   end
-  EVENTS[#EVENTS + 1] = struct.pack(format, flags, unpack(values))
+  local packed = struct.pack(format, flags, unpack(values))
+  if g and g ~= '' then packed = group_tag(g) .. packed end
+  EVENTS[#EVENTS + 1] = packed
 end
 
 -- The event of a job as unpack_job (2_record) returns it.
-local function emit(kind, id, j, err) emit_event(kind, id, j.att, j.due, j.prio, err) end
+local function emit(kind, id, j, err)
+  emit_event(kind, id, j.att, j.due, j.prio, err, group_of(j.payload))
+end
 
 local function flush_events()
   local n = #EVENTS

@@ -1,10 +1,9 @@
 -- lib/6_flow.lua: flow control (docs/contract.md §10): a shard's groups, their turns,
 -- their limits and the topic's, their counts.
--- Defines: flow_on, flow_flags, flow_enable, group_of, group_of_raw, group_wake, ready_add,
---   ready_add_one, ready_rem, turn_leave, leases_ended, lease_ended, flow_lease,
+-- Defines: flow_on, flow_flags, flow_enable, group_wake, ready_add, ready_add_one, ready_rem, turn_leave, leases_ended, lease_ended, flow_lease,
 --   flow_next_at, flow_release_all.
--- Uses: K_READY, K_LEASED, CALL_NO (1_keys); the states, HEAD, F_TTR .. F_ERR, DEFAULT_TTR,
---   lease_record (2_record); emit_event (3_events); call_chunked, zadd_many, wake
+-- Uses: K_READY, K_LEASED, CALL_NO (1_keys); HEAD, F_TTR, DEFAULT_TTR, lease_record,
+--   group_of, group_of_raw (2_record); emit_event (3_events); call_chunked, zadd_many, wake
 --   (4_batched); job_raw, jobs_raw (5_jobs).
 -- Python twin: chronoq.limits (Rule.pack: the rule texts; shard_share: rule_share;
 --   refilled: refill), redis/flow.py.
@@ -59,32 +58,6 @@ local function flow_enable()
     redis.call('ZADD', fk('k'), ready, '')
   end
   flow_is = true
-end
-
--- The group named in a record's payload part from `pos` ('' for none): a trace
--- context (byte 1, then 25 bytes) may come first (codec.py: split_payload).
-local function group_of(part, pos)
-  pos = pos or 1
-  local lead = string.byte(part, pos)
-  if lead == 1 then
-    pos = pos + 26
-    lead = string.byte(part, pos)
-  end
-  if lead ~= 2 then return '' end
-  return string.sub(part, pos + 2, pos + 1 + string.byte(part, pos + 1))
-end
-
-local function group_of_raw(raw)
-  local sf = string.byte(raw, 1)
-  local state, flags, pos = math.floor(sf / 32), sf % 32, 22
-  if bit.band(flags, F_TTR) ~= 0 then pos = pos + 6 end
-  if bit.band(flags, F_MAX) ~= 0 then pos = pos + 4 end
-  if bit.band(flags, F_ATT) ~= 0 then pos = pos + 4 end
-  if bit.band(flags, F_UF) ~= 0 then pos = pos + 6 end
-  if state ~= PENDING then pos = pos + 6 end
-  if state == RESERVED then pos = pos + 1 + string.byte(raw, pos) end
-  if bit.band(flags, F_ERR) ~= 0 then pos = pos + 2 + struct.unpack('>I2', raw, pos) end
-  return group_of(raw, pos)
 end
 
 local function ready_key(g) return g == '' and K_READY or fk('q') .. g end
@@ -264,7 +237,7 @@ local function take(members, owners, now, call, got)
       local record, att = lease_record(raw, now + ttr, call.lease)
       call.records[2 * n - 1], call.records[2 * n] = id, record
       call.leased[2 * n - 1], call.leased[2 * n] = now + ttr, id
-      emit_event('reserve', id, att, due, prio)
+      emit_event('reserve', id, att, due, prio, nil, owners[i])
       call.out[2 * n + 2], call.out[2 * n + 3] = id, record
     end
   end

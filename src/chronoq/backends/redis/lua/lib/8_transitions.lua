@@ -2,9 +2,9 @@
 -- of its state's index, to dead, a lapsed lease back to ready, gone.
 -- Defines: index_pending, place_pending, unindex, kill, expire, current, remove, lease_of.
 -- Uses: K_DELAYED, K_READY, K_LEASED, K_DEAD, K_FORGET (1_keys); the states,
---   pack_job, ready_member, ready_score (2_record); emit (3_events); wake
+--   pack_job, ready_member, ready_score, group_of (2_record); emit (3_events); wake
 --   (4_batched); load_job, job_put, jobs_del (5_jobs); ready_add_one, ready_rem,
---   lease_ended, group_of (6_flow); far_bucket, far_locate,
+--   lease_ended (6_flow); far_bucket, far_locate,
 --   far_remove, far_add, far_flush (7_far).
 -- Python twin: chronoq.states: lease_expired_error (the error expire writes),
 --   observed_state (what a reader sees of a lease that lapsed before expire ran).
