@@ -309,3 +309,28 @@ def test_sharded_rate_is_split_over_the_shards(sharded: Any, topic: str) -> None
     sharded.set_limits(topic, rate=4, per=60, burst=8)  # each shard: a burst of 2
     held = [job for _ in range(12) for job in sharded.reserve(topic, 200)]
     assert sorted(len(jobs) for jobs in _by_shard(sharded, held).values()) == [2, 2, 2, 2]
+
+
+def test_new_groups_join_the_end_of_the_line_and_starve_no_one(flow: Any, topic: str) -> None:
+    """A stream of groups seen anew (a group per request, say) cannot keep a
+    waiting group from its turns: each new one goes after it. With one new
+    group a reserve, the line grows by one a round, so the waiting group's
+    share shrinks as it should, but it never stops (before: 0 of 40)."""
+    flow.put_many(topic, [Job(i, group="old") for i in range(100)])
+    served = []
+    for n in range(40):
+        flow.put(topic, n, group=f"new-{n}")
+        served += [job.group for job in _drain(flow, topic)]
+    turns = [n for n, group in enumerate(served) if group == "old"]
+    assert len(turns) >= 6, served
+    # each new group served once, in the order it came, old among them
+    assert [g for g in served if g != "old"] == [f"new-{n}" for n in range(40 - len(turns))]
+
+
+def test_a_paused_group_keeps_its_place(flow: Any, topic: str) -> None:
+    for name in ("a", "b", "c"):
+        flow.put_many(topic, [Job(i, group=name) for i in range(3)])
+    assert [job.group for _ in range(4) for job in _drain(flow, topic)] == ["a", "b", "c", "a"]
+    flow.pause(topic, group="b")
+    flow.resume(topic, group="b")
+    assert [job.group for _ in range(3) for job in _drain(flow, topic)] == ["b", "c", "a"]

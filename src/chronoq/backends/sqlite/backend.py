@@ -191,8 +191,7 @@ class SQLiteBackend(SQLiteLeases, SQLiteFlow, SQLiteSchedules, SQLiteBulkReads, 
         from before the jobs are written (the triggers count them)."""
         if not any(job.group for job in jobs):
             return False
-        if topic not in self._signals.flow_topics:
-            enable(db, topic)
+        enable(db, topic)  # looks in the store: another process may have made it anew
         return True
 
     def _known(

@@ -92,6 +92,7 @@ def reserve_in_turns(
     db.execute(
         "UPDATE flow_groups SET held = 0 WHERE topic = ? AND held > 0 AND held <= ?", (topic, now)
     )
+    _forget_full_buckets(db, topic, default, now)
     jobs: list[Reservation] = []
     while len(jobs) < room:
         heads = db.execute(_NEXT_GROUP_SQL, (topic,)).fetchall()
@@ -136,6 +137,20 @@ def reserve_in_turns(
         (turns, tokens, since, topic),
     )
     return jobs, None if jobs else _token_wait(db, topic, topic_rule, tokens, now)
+
+
+def _forget_full_buckets(db: sqlite3.Connection, topic: str, default: Rule, now: int) -> None:
+    """Forget a few groups that are only a bucket (no due job, lease, pause or rule
+    of their own) once it is full again: groups that came and went leave nothing."""
+    refill_ms = 0.0
+    if default.rate is not None:
+        refill_ms = (default.bucket or 1) * (default.per or 1.0) * 1000 / default.rate
+    db.execute(
+        "DELETE FROM flow_groups WHERE rowid IN (SELECT rowid FROM flow_groups WHERE topic = ? "
+        "AND ready = 0 AND leased = 0 AND paused = 0 AND rule IS NULL AND refilled_at <= ? "
+        "LIMIT 16)",
+        (topic, now - math.ceil(refill_ms)),
+    )
 
 
 def _token_wait(
@@ -184,7 +199,11 @@ def write_limits(db: sqlite3.Connection, old: Limits, new: Limits) -> None:
         rule = new.groups.get(name)
         if rule == old.groups.get(name):
             continue
-        db.execute("INSERT OR IGNORE INTO flow_groups (topic, grp) VALUES (?, ?)", (topic, name))
+        db.execute(
+            "INSERT OR IGNORE INTO flow_groups (topic, grp, turn) "
+            "VALUES (?1, ?2, (SELECT turns FROM flow_topics WHERE topic = ?1))",
+            (topic, name),
+        )
         db.execute(
             "UPDATE flow_groups SET rule = ?, tokens = NULL WHERE topic = ? AND grp = ?",
             (None if rule is None else _text(rule), topic, name),
@@ -195,7 +214,8 @@ def write_limits(db: sqlite3.Connection, old: Limits, new: Limits) -> None:
 def set_group_paused(db: sqlite3.Connection, topic: str, group: str, paused: bool) -> None:
     enable(db, topic)
     db.execute(
-        "INSERT INTO flow_groups (topic, grp, paused) VALUES (?, ?, ?) "
+        "INSERT INTO flow_groups (topic, grp, paused, turn) "
+        "VALUES (?1, ?2, ?3, (SELECT turns FROM flow_topics WHERE topic = ?1)) "
         "ON CONFLICT (topic, grp) DO UPDATE SET paused = excluded.paused",
         (topic, group, int(paused)),
     )

@@ -127,6 +127,9 @@ CREATE INDEX IF NOT EXISTS flow_turns ON flow_groups (topic, turn)
     WHERE ready > 0 AND paused = 0 AND held = 0;
 CREATE INDEX IF NOT EXISTS flow_held ON flow_groups (topic, held) WHERE held > 0;
 CREATE INDEX IF NOT EXISTS flow_own ON flow_groups (topic) WHERE rule IS NOT NULL;
+-- groups that are only a bucket: forgotten once it is full again (flow.py)
+CREATE INDEX IF NOT EXISTS flow_idle ON flow_groups (topic, refilled_at)
+    WHERE ready = 0 AND leased = 0 AND paused = 0 AND rule IS NULL;
 
 -- The counts are kept by triggers that each connection creates (TEMP) once
 -- the store has a flow topic: flow_triggers.sql, Store.write.

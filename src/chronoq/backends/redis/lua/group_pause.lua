@@ -7,7 +7,7 @@ flow_enable()
 local group = ARGV[2]
 if ARGV[3] == '1' then
   redis.call('SADD', K_READY .. '>p', group)
-  redis.call('ZREM', K_READY .. '>t', group)
+  turn_leave(group, true) -- its place kept for its resume
 else
   redis.call('SREM', K_READY .. '>p', group)
   group_wake(group)

@@ -18,18 +18,20 @@ redis.call('HSET', f, 'shard', ARGV[2], 'rule', ARGV[3], 'default', ARGV[4], 'fl
 local function newly(c)
   return string.find(flags, c, 1, true) and not string.find(before, c, 1, true)
 end
-if newly('t') then redis.call('HSET', f, 'leased', redis.call('ZCARD', K_LEASED)) end
-if newly('g') then
-  redis.call('DEL', K_READY .. '>l')
+if newly('t') or newly('g') then -- the live leases: records reserved (a stale entry is not)
   local ids = redis.call('ZRANGE', K_LEASED, 0, -1)
-  local raws, counts = jobs_raw(ids), {}
+  local raws, counts, total = jobs_raw(ids), {}, 0
   for i = 1, #ids do
-    if raws[i] then
+    if raws[i] and state_of(raws[i]) == RESERVED then
       local g = group_of_raw(raws[i])
-      counts[g] = (counts[g] or 0) + 1
+      counts[g], total = (counts[g] or 0) + 1, total + 1
     end
   end
-  for g, k in pairs(counts) do redis.call('HSET', K_READY .. '>l', g, k) end
+  if newly('t') then redis.call('HSET', f, 'leased', total) end
+  if newly('g') then
+    redis.call('DEL', K_READY .. '>l')
+    for g, k in pairs(counts) do redis.call('HSET', K_READY .. '>l', g, k) end
+  end
 end
 flags_call, flags_are = CALL_NO, flags
 local group, resets = ARGV[5], ARGV[7]

@@ -36,6 +36,12 @@ while seen < limit do
 end
 if redis.call('HLEN', K_JOBS) == 0 and redis.call('EXISTS', K_FAR) == 0 then
   redis.call('DEL', K_DELAYED, K_READY, K_LEASED, K_DEAD, K_FORGET, K_WAKE, K_FARN, K_FARIDX)
+  if flow_on() then -- the groups' state goes; the limits and paused groups stay
+    local fk_ = K_READY .. '>'
+    redis.call('DEL', fk_ .. 'n', fk_ .. 'b', fk_ .. 'k', fk_ .. 't', fk_ .. 'w', fk_ .. 's',
+               fk_ .. 'l')
+    redis.call('HDEL', fk_ .. 'f', 'queued', 'leased', 'tokens', 'since', 'swept')
+  end
   if deleted == 0 then return -1 end
 end
 return deleted

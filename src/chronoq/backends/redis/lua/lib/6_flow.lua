@@ -67,7 +67,14 @@ local function group_wake(g)
   if redis.call('ZSCORE', fk('k'), g) == false then return end
   if redis.call('SISMEMBER', fk('p'), g) == 1 or redis.call('SISMEMBER', fk('s'), g) == 1
     or redis.call('ZSCORE', fk('w'), g) ~= false then return end
-  local turn = redis.call('HGET', fk('n'), g) or 0
+  -- back at the turn it left at (it waited, or was paused), else at the end of the
+  -- line: a group seen anew takes the clock's turn, so new groups cannot starve others
+  local turn = redis.call('HGET', fk('n'), g)
+  if turn then
+    redis.call('HDEL', fk('n'), g)
+  else
+    turn = redis.call('HGET', fk('f'), 'turns') or 0
+  end
   redis.call('ZADD', fk('t'), 'NX', turn, g)
 end
 
@@ -110,11 +117,12 @@ local function ready_add_one(score, member, part)
   group_wake(g)
 end
 
--- A group out of the turns (no due job, or waiting): it keeps its place (its turn).
-local function turn_leave(g)
+-- A group out of the turns: waiting (for a token, a slot, a resume), it keeps its
+-- place (`keep`); out of due jobs, it is forgotten and comes back at the end of the line.
+local function turn_leave(g, keep)
   local turn = redis.call('ZSCORE', fk('t'), g)
   if turn then
-    redis.call('HSET', fk('n'), g, turn)
+    if keep then redis.call('HSET', fk('n'), g, turn) end
     redis.call('ZREM', fk('t'), g)
   end
 end
@@ -271,6 +279,21 @@ local function flow_lease(count, ttr_override, lease, now, out, records, leased)
       call_chunked('ZREM', fk('w'), due)
       for _, g in ipairs(due) do group_wake(g) end
     end
+    -- the buckets of groups without due jobs are forgotten once full again (a few a
+    -- call): a million groups that came and went leave nothing behind
+    local page = redis.call('HSCAN', fk('b'), redis.call('HGET', f, 'swept') or '0', 'COUNT', 16)
+    redis.call('HSET', f, 'swept', page[1])
+    for i = 1, #page[2], 2 do
+      local g = page[2][i]
+      if redis.call('ZSCORE', fk('k'), g) == false then
+        local own = owned and g ~= '' and redis.call('HGET', fk('r'), g) or nil
+        local rule = rule_share(rule_over(rule_of(own), default), shard, shards, salt_of(g, shards))
+        local t, since = string.match(page[2][i + 1], '^([^:]+):(%d+)$')
+        if not rule.rate or refill(tonumber(t), tonumber(since), now, rule) >= rule.bucket then
+          redis.call('HDEL', fk('b'), g)
+        end
+      end
+    end
   end
   local call = {n = 0, ttr = ttr_override, lease = lease, out = out, records = records,
                 leased = leased}
@@ -308,7 +331,7 @@ local function flow_lease(count, ttr_override, lease, now, out, records, leased)
       end
       if rule.rate then cap = math.min(cap, math.floor(mine.bucket)) end
       if cap < 1 then -- out of room: it waits for one of its leases to end, or for a token
-        turn_leave(g)
+        turn_leave(g, true)
         if full then
           redis.call('SADD', fk('s'), g)
         else
