@@ -17,7 +17,7 @@ from chronoq.recurring import Recurring, RecurringRun
 from chronoq.states import EventKind, State
 from chronoq.worker import Bury, Retry, Worker
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Backoff",
