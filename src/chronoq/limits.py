@@ -78,6 +78,20 @@ class Rule:
     def empty(self) -> bool:
         return all(getattr(self, n) is None for n in _FIELDS)
 
+    def shown(self, own: Rule) -> list[tuple[float | None, bool]]:
+        """What a row of limits shows of this rule (what a row is held to):
+        rate, per (1 s when a rate implies it), burst (the bucket; a burst set
+        without a rate too) and concurrency, each with whether ``own`` (the
+        row's own rule) sets it: the CLI's and the dashboard's tables."""
+        per = self.per if self.per is not None or self.rate is None else 1.0
+        burst = self.burst if self.burst is not None else self.bucket
+        return [
+            (self.rate, own.rate is not None),
+            (per, own.per is not None),
+            (burst, own.burst is not None),
+            (self.concurrency, own.concurrency is not None),
+        ]
+
     def as_dict(self) -> dict[str, float | int]:
         """The fields that are set (JSON over HTTP, the CLI)."""
         return {n: getattr(self, n) for n in _FIELDS if getattr(self, n) is not None}
@@ -87,11 +101,17 @@ class Rule:
         return checked_rule(tuple(fields.get(n) for n in _FIELDS))  # type: ignore[arg-type]
 
     def pack(self) -> str:
-        """The text a store keeps: the four fields, ':' between, '' for unset."""
+        """The text a store keeps: the four fields, ':' between, '' for unset;
+        '' for a rule with none."""
+        if self.empty:
+            return ""
         return ":".join("" if getattr(self, n) is None else repr(getattr(self, n)) for n in _FIELDS)
 
     @classmethod
-    def unpack(cls, text: str) -> Rule:
+    def unpack(cls, text: str | None) -> Rule:
+        """The rule ``pack`` made (None or '': no field set)."""
+        if not text:
+            return cls()
         rate, per, burst, concurrency = text.split(":")
         return cls(
             float(rate) if rate else None,

@@ -334,14 +334,8 @@ def _rule_cells(rule: Rule, own: Rule) -> list[Text]:
     """``rule``'s rate, per, burst (the bucket) and concurrency; a value that
     ``own`` does not set (a group default's, or the bucket or period it
     implies) in parentheses, since a pipe loses the dim style."""
-    per = rule.per if rule.per is not None or rule.rate is None else 1.0
     cells = []
-    for value, set_here in (
-        (rule.rate, own.rate is not None),
-        (per, own.per is not None),
-        (rule.bucket, own.burst is not None),
-        (rule.concurrency, own.concurrency is not None),
-    ):
+    for value, set_here in rule.shown(own):
         text = _number(value)
         if value is not None and not set_here:
             cells.append(Text(f"({text})", style="dim"))

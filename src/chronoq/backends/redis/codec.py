@@ -19,6 +19,8 @@ from chronoq.job import (
 from chronoq.states import EventKind, State, lease_expired_error, observed_state
 
 __all__ = [
+    "as_text",
+    "by_name",
     "decode_entry",
     "entry_last_seq",
     "id_key",
@@ -67,6 +69,16 @@ def id_key(job_id: str) -> bytes:
         if len(digits) == 26 and text[0] <= 0x37:  # [0-7]: the value fits in 128 bits
             return int(digits, 32).to_bytes(17, "big")
     return text
+
+
+def as_text(value: bytes | str) -> str:
+    """A reply's string (redis-py answers bytes unless told to decode)."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def by_name(flat: list[Any]) -> dict[str, Any]:
+    """A raw HGETALL or ZRANGE WITHSCORES reply, as a dict by name."""
+    return {as_text(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}
 
 
 def key_id(key: bytes) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
+from chronoq.backends.redis.codec import as_text, by_name
 from chronoq.backends.redis.core import RedisCore
 from chronoq.backends.redis.steps import Steps
 from chronoq.limits import GROUPS_SHOWN, Limits, Rule, cleared, merged
@@ -21,23 +22,14 @@ from chronoq.limits import GROUPS_SHOWN, Limits, Rule, cleared, merged
 __all__ = ["clear_limits", "group_counts", "limits", "set_group_paused", "set_limits"]
 
 
-def _text(rule: Rule) -> str:
-    return "" if rule.empty else rule.pack()
-
-
-def _rule(raw: Any) -> Rule:
-    text = raw.decode() if isinstance(raw, bytes) else str(raw)
-    return Rule() if not text else Rule.unpack(text)
-
-
 def limits(core: RedisCore, topic: str) -> Steps[Limits]:
     reply = yield from core.run("limits_read", topic, 0)
-    groups = {
-        (name.decode() if isinstance(name, bytes) else str(name)): _rule(rule)
-        for name, rule in zip(reply[2::2], reply[3::2], strict=True)
-    }
+    groups = {name: Rule.unpack(as_text(rule)) for name, rule in by_name(reply[2:]).items()}
     return Limits(
-        topic, _rule(reply[0]), _rule(reply[1]), MappingProxyType(dict(sorted(groups.items())))
+        topic,
+        Rule.unpack(as_text(reply[0])),
+        Rule.unpack(as_text(reply[1])),
+        MappingProxyType(dict(sorted(groups.items()))),
     )
 
 
@@ -59,10 +51,10 @@ def _store(core: RedisCore, old: Limits, new: Limits, group: str | None) -> Step
     own = ""
     if group is not None:
         rule = new.groups.get(group)
-        own = "" if rule is None else _text(rule)
+        own = "" if rule is None else rule.pack()
         resets += "g" * (rule != old.groups.get(group))
     shards, flags = core.shards, _flags(new)
-    rules = [_text(new.topic_rule), _text(new.default), group or "", own, resets, flags]
+    rules = [new.topic_rule.pack(), new.default.pack(), group or "", own, resets, flags]
     calls = ((n, [f"{n}:{shards}", *rules]) for n in range(shards))
     yield from core.run_many("limits", new.topic, calls)
 
@@ -96,8 +88,7 @@ def group_counts(core: RedisCore, topic: str) -> Steps[list[dict[str, Any]]]:
     counts: dict[str, dict[str, Any]] = {}
     for reply in replies:
         for i in range(0, len(reply), 4):
-            raw = reply[i]
-            name = raw.decode() if isinstance(raw, bytes) else str(raw)
+            name = as_text(reply[i])
             entry = counts.setdefault(
                 name, {"group": name or None, "ready": 0, "reserved": 0, "paused": False}
             )

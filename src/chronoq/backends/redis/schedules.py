@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chronoq.backends.base import StoredSchedule
+from chronoq.backends.redis.codec import by_name
 from chronoq.backends.redis.core import RedisCore
 from chronoq.backends.redis.steps import Pipeline, Steps
 
@@ -66,15 +67,6 @@ def _clock_ms(reply: Any) -> int:
     return int(seconds) * 1000 + int(micros) // 1000
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
-def _pairs(flat: list[Any]) -> dict[str, Any]:
-    """A raw HGETALL or ZRANGE WITHSCORES reply, as a dict by name."""
-    return {_text(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}
-
-
 def schedules_put(core: RedisCore, topic: str, name: str, spec: bytes) -> Steps[bool]:
     specs, created, last = schedule_keys(core.prefix, topic)
     [clock] = yield Pipeline([("TIME",)])  # the store's clock, as scripts use
@@ -97,10 +89,10 @@ def schedules_list(core: RedisCore, topic: str) -> Steps[tuple[int, list[StoredS
     ]
     replies = yield from _transaction(core, "recurring_list", commands, write=False)
     now = _clock_ms(replies[0])
-    created_at = {name: int(at) for name, at in _pairs(replies[2]).items()}
-    last_at = {name: int(float(score)) for name, score in _pairs(replies[3]).items()}
+    created_at = {name: int(at) for name, at in by_name(replies[2]).items()}
+    last_at = {name: int(float(score)) for name, score in by_name(replies[3]).items()}
     schedules = []
-    for name, spec in _pairs(replies[1]).items():
+    for name, spec in by_name(replies[1]).items():
         at = last_at.get(name, _NEVER)
         schedules.append(
             StoredSchedule(name, bytes(spec), None if at < 0 else at, created_at.get(name, now))

@@ -42,14 +42,6 @@ _NEXT_GROUP_SQL = (
 )
 
 
-def _rule(text: str | None) -> Rule:
-    return Rule() if text is None else Rule.unpack(text)
-
-
-def _text(rule: Rule) -> str | None:
-    return None if rule.empty else rule.pack()
-
-
 def is_flow(db: sqlite3.Connection, topic: str) -> bool:
     return db.execute("SELECT 1 FROM flow_topics WHERE topic = ?", (topic,)).fetchone() is not None
 
@@ -82,17 +74,14 @@ def reserve_in_turns(
     turns, leased, tokens, since, rule_text, default_text = db.execute(
         _TOPIC_SQL, (topic,)
     ).fetchone()
-    topic_rule, default = _rule(rule_text), _rule(default_text)
+    topic_rule, default = Rule.unpack(rule_text), Rule.unpack(default_text)
     room = count
     if topic_rule.concurrency is not None:
         room = min(room, topic_rule.concurrency - leased)
     if topic_rule.rate is not None:
         tokens = refilled(tokens, since, now, topic_rule)
         room = min(room, math.floor(tokens))
-    db.execute(
-        "UPDATE flow_groups SET held = 0 WHERE topic = ? AND held > 0 AND held <= ?", (topic, now)
-    )
-    _forget_full_buckets(db, topic, default, now)
+    _tidy_groups(db, topic, default, now)
     jobs: list[Reservation] = []
     while len(jobs) < room:
         heads = db.execute(_NEXT_GROUP_SQL, (topic,)).fetchall()
@@ -139,12 +128,17 @@ def reserve_in_turns(
     return jobs, None if jobs else _token_wait(db, topic, topic_rule, tokens, now)
 
 
-def _forget_full_buckets(db: sqlite3.Connection, topic: str, default: Rule, now: int) -> None:
-    """Forget a few groups that are only a bucket (no due job, lease, pause or rule
-    of their own) once it is full again: groups that came and went leave nothing."""
-    refill_ms = 0.0
-    if default.rate is not None:
-        refill_ms = (default.bucket or 1) * (default.per or 1.0) * 1000 / default.rate
+def _tidy_groups(db: sqlite3.Connection, topic: str, default: Rule, now: int) -> None:
+    """Before the turns: groups whose token has come may be served again, and a
+    few groups that are only a bucket of the ``default`` rate (no due job,
+    lease, pause or rule of their own) are forgotten once it is full again, so
+    that groups that came and went leave nothing."""
+    db.execute(
+        "UPDATE flow_groups SET held = 0 WHERE topic = ? AND held > 0 AND held <= ?", (topic, now)
+    )
+    if default.rate is None:  # then no group without a rule of its own has a bucket
+        return
+    refill_ms = (default.bucket or 1) * (default.per or 1.0) * 1000 / default.rate
     db.execute(
         "DELETE FROM flow_groups WHERE rowid IN (SELECT rowid FROM flow_groups WHERE topic = ? "
         "AND ready = 0 AND leased = 0 AND paused = 0 AND rule IS NULL AND refilled_at <= ? "
@@ -180,7 +174,7 @@ def read_limits(db: sqlite3.Connection, topic: str) -> Limits:
             (topic,),
         )
     }
-    return Limits(topic, _rule(row[0]), _rule(row[1]), MappingProxyType(groups))
+    return Limits(topic, Rule.unpack(row[0]), Rule.unpack(row[1]), MappingProxyType(groups))
 
 
 def write_limits(db: sqlite3.Connection, old: Limits, new: Limits) -> None:
@@ -191,10 +185,20 @@ def write_limits(db: sqlite3.Connection, old: Limits, new: Limits) -> None:
     db.execute(
         "UPDATE flow_topics SET rule = ?, default_rule = ?, "
         "tokens = CASE WHEN ? THEN NULL ELSE tokens END WHERE topic = ?",
-        (_text(new.topic_rule), _text(new.default), new.topic_rule != old.topic_rule, topic),
+        (
+            new.topic_rule.pack() or None,
+            new.default.pack() or None,
+            new.topic_rule != old.topic_rule,
+            topic,
+        ),
     )
-    if new.default != old.default:
+    if new.default != old.default:  # every bucket full again: a group that is only one goes
         db.execute("UPDATE flow_groups SET tokens = NULL WHERE topic = ?", (topic,))
+        db.execute(
+            "DELETE FROM flow_groups WHERE topic = ? AND ready = 0 AND leased = 0 "
+            "AND paused = 0 AND rule IS NULL",
+            (topic,),
+        )
     for name in set(old.groups) | set(new.groups):
         rule = new.groups.get(name)
         if rule == old.groups.get(name):
@@ -206,7 +210,7 @@ def write_limits(db: sqlite3.Connection, old: Limits, new: Limits) -> None:
         )
         db.execute(
             "UPDATE flow_groups SET rule = ?, tokens = NULL WHERE topic = ? AND grp = ?",
-            (None if rule is None else _text(rule), topic, name),
+            (None if rule is None else rule.pack() or None, topic, name),
         )
     db.execute("UPDATE flow_groups SET held = 0 WHERE topic = ? AND held != 0", (topic,))
 

@@ -48,17 +48,8 @@ def _cells(rule: Rule, own: Rule) -> list[str]:
     """``rule``'s fields (what the row is held to); a value ``own`` does not
     set, a group default's or one the rate implies, in parentheses, as the
     CLI's ``limits`` shows it."""
-    per = rule.per if rule.per is not None or rule.rate is None else 1.0
-    # a burst set without a rate (a default's, for groups with a rate of their
-    # own) is still shown: bucket is None without a rate
-    burst = rule.burst if rule.burst is not None else rule.bucket
     cells = []
-    for value, set_here in (
-        (rule.rate, own.rate is not None),
-        (per, own.per is not None),
-        (burst, own.burst is not None),
-        (rule.concurrency, own.concurrency is not None),
-    ):
+    for value, set_here in rule.shown(own):
         text = _number(value)
         cells.append(f"({text})" if value is not None and not set_here else text)
     return cells
